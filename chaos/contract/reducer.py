@@ -1,0 +1,687 @@
+"""The strict session reducer (contract sections 2-4), pure and incremental.
+
+A transaction is validated against the live state while every mutation is
+written to an undo journal; a violation replays the journal backwards. So a
+rejected transaction costs time proportional to itself, never a copy of the
+state, and a whole log reduces in linear time. ``Reducer.feed`` accepts bytes in
+any chunking: only complete (LF-terminated) lines are committed, the rest is the
+torn tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.contract import shapes
+from chaos.contract.digest import canonical_closed, digest_closed
+from chaos.contract.framing import FramingError, parse_json, parse_line
+
+SYNTHETIC_CONTENT = {
+    "invalidArguments": "Error: Tool arguments were invalid; the tool was not executed.",
+    "unknownTool": "Error: Unknown tool; the tool was not executed.",
+    "truncated": "Error: Tool call arguments were truncated by the model token limit; the tool was not executed.",
+    "aborted": "Operation aborted before execution.",
+    "interrupted": "Operation interrupted after execution status became unknown; the tool was not replayed.",
+}
+COMPACTED_PREFIX = "[Compacted history]\n"
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+
+
+class ContractError(Exception):
+    """A committed line breaks the contract: ``code`` and 1-based ``line``, ``seq`` when known."""
+
+    def __init__(self, code: str, line: int, seq: int | None = None) -> None:
+        where = f"line {line}" + (f", seq {seq}" if seq is not None else "")
+        super().__init__(f"{code} at {where}")
+        self.code, self.line, self.seq = code, line, seq
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "line": self.line}
+        if self.seq is not None:
+            error["seq"] = self.seq
+        return error
+
+
+class _Violation(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass(slots=True)
+class Step:
+    operation_id: str
+    step_id: str
+    attempt_id: str
+    attempt: int
+    step_kind: str
+    context_through: str
+    snapshot: dict[str, Any]
+    digest: str
+    status: str = "attempting"
+    settled_entry_id: str | None = None
+    stop_reason: str | None = None
+    error: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "operationId": self.operation_id,
+            "stepId": self.step_id,
+            "attemptId": self.attempt_id,
+            "attempt": self.attempt,
+            "stepKind": self.step_kind,
+            "status": self.status,
+            "contextThroughEntryId": self.context_through,
+            "configurationSnapshot": self.snapshot,
+            "configurationDigest": self.digest,
+        }
+        if self.settled_entry_id is not None:
+            out["settledEntryId"] = self.settled_entry_id
+        if self.stop_reason is not None:
+            out["stopReason"] = self.stop_reason
+        return out
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A ``toolStarted`` intent and whether its result is durable."""
+
+    tool_started_id: str
+    record: dict[str, Any]
+    status: str = "pending"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.record[key]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.record.items() if k != "type"}
+        out["toolStartedId"] = self.tool_started_id
+        out["status"] = self.status
+        return out
+
+
+@dataclass(slots=True)
+class Assistant:
+    """A settled assistant entry and the resolution of each of its tool calls."""
+
+    entry_id: str
+    operation_id: str
+    step_id: str
+    message: dict[str, Any]
+    stop_reason: str
+    calls: list[dict[str, Any]]
+    results: dict[int, str] = field(default_factory=dict)
+    started: dict[int, ToolCall] = field(default_factory=dict)
+
+    def unresolved(self) -> list[int]:
+        return [i for i in range(len(self.calls)) if i not in self.results]
+
+
+@dataclass(slots=True)
+class Operation:
+    kind: str
+    operation_id: str
+    input_entry_id: str  # the run's input entry, or the compaction's inputThroughEntryId
+    result_entry_id: str | None = None
+    compacted: list[str] = field(default_factory=list)
+    retained: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    abort_requested: bool = False
+    step: Step | None = None
+    assistant: Assistant | None = None
+    finished: bool = False
+
+    def open_attempt(self) -> bool:
+        return self.step is not None and self.step.status == "attempting"
+
+    def unresolved(self) -> list[int]:
+        return self.assistant.unresolved() if self.assistant is not None else []
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "operationId": self.operation_id}
+        if self.kind == "run":
+            out["inputEntryId"] = self.input_entry_id
+            out["toolCalls"] = [tc.to_json() for tc in self.tool_calls]
+        else:
+            out["inputThroughEntryId"] = self.input_entry_id
+            out["resultEntryId"] = self.result_entry_id
+        out["abortRequested"] = self.abort_requested
+        if self.step is not None:
+            out["step"] = self.step.to_json()
+        return out
+
+
+@dataclass(slots=True)
+class Entry:
+    kind: str  # user | assistant | tool | synthetic | compaction
+    message: dict[str, Any] | None
+    seq: int
+
+
+class _Journal:
+    """Undo log of the transaction being applied."""
+
+    __slots__ = ("undo",)
+
+    def __init__(self) -> None:
+        self.undo: list[tuple[Any, ...]] = []
+
+    def set(self, obj: Any, attr: str, value: Any) -> None:
+        self.undo.append((setattr, obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, value)
+
+    def put(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
+        if key in mapping:
+            self.undo.append((mapping.__setitem__, key, mapping[key]))
+        else:
+            self.undo.append((mapping.__delitem__, key))
+        mapping[key] = value
+
+    def delete(self, mapping: dict[Any, Any], key: Any) -> None:
+        self.undo.append((mapping.__setitem__, key, mapping.pop(key)))
+
+    def add(self, items: set[Any], value: Any) -> None:
+        items.add(value)
+        self.undo.append((items.discard, value))
+
+    def append(self, items: list[Any], value: Any) -> None:
+        items.append(value)
+        self.undo.append((items.pop,))
+
+    def rollback(self) -> None:
+        while self.undo:
+            fn, *args = self.undo.pop()
+            fn(*args)
+
+    def commit(self) -> None:
+        self.undo.clear()
+
+
+def _seq_of(fact: Any) -> int | None:
+    seq = fact.get("seq") if type(fact) is dict else None
+    return int(seq) if shapes.positive_int(seq) else None
+
+
+def parse_arguments(arguments: str) -> dict[str, Any] | None:
+    """The tool-call arguments as an object, or None when they are not a strict JSON object."""
+    try:
+        value = parse_json(arguments.encode("utf-8"))
+    except (FramingError, UnicodeEncodeError):
+        return None
+    return value if type(value) is dict else None
+
+
+class SessionState:
+    """The reduced state of a valid log prefix; ``to_json`` gives the golden ``state`` shape."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.header = {k: header[k] for k in ("id", "createdAt", "cwd", "provider", "model", "environmentIdentity")}
+        self.seq = 0
+        self.ids: set[str] = {header["id"]}
+        self.reservations: dict[str, Any] = {}
+        self.entries: dict[str, Entry] = {}
+        self.transcript: list[dict[str, Any]] = []
+        self.active: list[tuple[str, dict[str, Any]]] = []
+        self.active_hash = (hashlib.sha256(b"["), 0)  # running JCS digest over active[:n]
+        self.boundary: str | None = None
+        self.usage = (0, 0, 0, 0)
+        self.operations: dict[str, Operation] = {}
+        self.attempts: dict[str, str] = {}
+        self.started: dict[str, ToolCall] = {}
+        self.used_inputs: set[str] = set()
+        self.operation: Operation | None = None
+        self.last_assistant: Assistant | None = None
+
+    def to_json(self, repaired_length: int) -> dict[str, Any]:
+        return {
+            "header": dict(self.header),
+            "transcript": list(self.transcript),
+            "activeContext": [m for _, m in self.active],
+            "usage": dict(zip(_USAGE_KEYS, self.usage, strict=True)),
+            "operation": self.operation.to_json() if self.operation is not None else {"kind": "idle"},
+            "repairedLength": repaired_length,
+        }
+
+
+def _header(value: Any) -> SessionState:
+    if type(value) is list or (type(value) is dict and value.get("kind") in shapes.FACTS):
+        raise _Violation("MISSING_HEADER")
+    if type(value) is dict and value.get("kind") == "header" and "version" in value and value["version"] != 2:
+        raise _Violation("UNSUPPORTED_VERSION")
+    if not shapes.header_shape(value):
+        raise _Violation("INVALID_HEADER")
+    return SessionState(value)
+
+
+class Reducer:
+    """Incremental reducer: ``feed`` bytes as the log grows; ``result`` is what ``reduce`` returns."""
+
+    def __init__(self) -> None:
+        self.state: SessionState | None = None
+        self.error: ContractError | None = None
+        self.line = 0  # committed lines
+        self.repaired_length = 0  # committed bytes
+        self._tail: list[bytes] = []
+        self._j = _Journal()
+        self._error_seq: int | None = None  # seq of the fact being checked, for error reports
+
+    # -- framing -------------------------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        if self.error is not None:
+            return
+        start, size = 0, len(data)
+        while start < size:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                self._tail.append(data[start:])
+                return
+            line = data[start:nl]
+            if self._tail:
+                line = b"".join(self._tail) + line
+                self._tail.clear()
+            try:
+                self.append_line(line)
+            except ContractError as err:
+                self.error = err
+                return
+            start = nl + 1
+
+    @property
+    def tail(self) -> bytes:
+        """Bytes after the last LF: the torn tail, never committed."""
+        return b"".join(self._tail)
+
+    def append_line(self, line: bytes) -> None:
+        """Commit one complete line (without LF) atomically, or raise ContractError and change nothing."""
+        number = self.line + 1
+        try:
+            value = parse_line(line)
+            if self.state is None:
+                self.state = _header(value)
+            else:
+                self._transaction(value)
+        except FramingError as err:
+            raise ContractError(err.code, number) from None
+        except _Violation as err:
+            raise ContractError(err.code, number, self._error_seq) from None
+        self.line = number
+        self.repaired_length += len(line) + 1
+
+    def result(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"ok": False, "error": self.error.to_json()}
+        if self.state is None:
+            return {"ok": False, "error": {"code": "MISSING_HEADER", "line": 1}}
+        return {"ok": True, "state": self.state.to_json(self.repaired_length)}
+
+    # -- transactions --------------------------------------------------------------------------
+    def _transaction(self, value: Any) -> None:
+        self._error_seq = None
+        facts = value if type(value) is list else [value]
+        if not facts:
+            raise _Violation("EMPTY_TRANSACTION")
+        kinds = []
+        for fact in facts:
+            self._error_seq = _seq_of(fact)
+            kinds.append(self._shape(fact))
+        j = self._j
+        try:
+            for fact, kind in zip(facts, kinds, strict=True):
+                self._error_seq = _seq_of(fact)
+                self._fact(fact, kind)
+        except _Violation:
+            j.rollback()
+            raise
+        j.commit()
+        self._error_seq = None
+
+    @staticmethod
+    def _shape(fact: Any) -> str:
+        shape = shapes.FACTS.get(fact.get("kind")) if type(fact) is dict else None
+        if shape is None or not shape(fact):
+            raise _Violation("INVALID_FACT")
+        kind = fact["kind"]
+        if kind == "entry":
+            entry_kind = shapes.entry_kind(fact["entry"])
+            if entry_kind is None:
+                raise _Violation("INVALID_FACT")
+            return entry_kind
+        if kind == "usage":
+            if ("attemptId" in fact) == ("toolStartedId" in fact):
+                raise _Violation("INVALID_FACT")
+            return "usage"
+        record = fact["record"]
+        if record["type"] == "stepAttempt" and digest_closed(record["configurationSnapshot"]) != record[
+            "configurationDigest"
+        ]:
+            raise _Violation("INVALID_FACT")
+        return record["type"]
+
+    def _fact(self, fact: dict[str, Any], kind: str) -> None:
+        st, j = self.state, self._j
+        assert st is not None
+        seq = fact["seq"]
+        if seq != st.seq + 1:
+            raise _Violation("SEQ_MISMATCH")
+        j.set(st, "seq", seq)
+        fid = fact["id"]
+        if fid in st.ids:
+            if fid not in st.reservations or kind not in ("tool", "compaction"):
+                raise _Violation("DUPLICATE_ID")
+        else:
+            j.add(st.ids, fid)
+        if kind == "usage":
+            self._usage(st, fact)
+        elif fact["kind"] == "entry":
+            getattr(self, "_entry_" + kind)(st, fact, fact["entry"])
+        else:
+            getattr(self, "_record_" + kind)(st, fact, fact["record"])
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _fresh(self, st: SessionState, value: str) -> None:
+        if value in st.ids:
+            raise _Violation("DUPLICATE_ID")
+        self._j.add(st.ids, value)
+
+    @staticmethod
+    def _current(st: SessionState, operation_id: str, kind: str | None = None) -> Operation:
+        op = st.operation
+        if op is None or op.operation_id != operation_id:
+            raise _Violation("INVALID_TRANSITION" if operation_id in st.operations else "INVALID_REFERENCE")
+        if kind is not None and op.kind != kind:
+            raise _Violation("INVALID_TRANSITION")
+        return op
+
+    def _model_visible(self, st: SessionState, fid: str, kind: str, message: dict[str, Any], seq: int) -> None:
+        j = self._j
+        j.put(st.entries, fid, Entry(kind, message, seq))
+        j.append(st.transcript, message)
+        j.append(st.active, (fid, message))
+        j.set(st, "boundary", fid)
+
+    def _consume(self, st: SessionState, fid: str, owner: Any) -> None:
+        if st.reservations.get(fid) is not owner:
+            raise _Violation("DUPLICATE_ID" if fid in st.reservations else "INVALID_REFERENCE")
+        self._j.delete(st.reservations, fid)
+
+    # -- entries -------------------------------------------------------------------------------
+    def _entry_user(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
+        if st.operation is not None:
+            raise _Violation("INVALID_TRANSITION")
+        self._model_visible(st, fact["id"], "user", entry["message"], fact["seq"])
+
+    def _entry_assistant(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
+        op = st.operation
+        if op is None or op.kind != "run" or not op.open_attempt():
+            raise _Violation("INVALID_TRANSITION")
+        step = op.step
+        assert step is not None
+        if entry["attemptId"] != step.attempt_id:
+            raise _Violation("INVALID_TRANSITION" if entry["attemptId"] in st.attempts else "INVALID_REFERENCE")
+        if entry["stepId"] != step.step_id:
+            raise _Violation("INVALID_REFERENCE")
+        message = entry["message"]
+        calls = message.get("tool_calls", [])
+        if len({c["id"] for c in calls}) != len(calls):
+            raise _Violation("INVALID_TRANSCRIPT")
+        j, fid = self._j, fact["id"]
+        j.set(step, "status", "settled")
+        j.set(step, "settled_entry_id", fid)
+        j.set(step, "stop_reason", entry["stopReason"])
+        assistant = Assistant(fid, op.operation_id, step.step_id, message, entry["stopReason"], calls)
+        j.set(op, "assistant", assistant)
+        j.set(st, "last_assistant", assistant)
+        self._model_visible(st, fid, "assistant", message, fact["seq"])
+
+    def _entry_tool(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
+        op = st.operation
+        if op is None or op.kind != "run":
+            raise _Violation("INVALID_TRANSITION")
+        call = st.started.get(entry["toolStartedId"])
+        if call is None or call["operationId"] != op.operation_id:
+            raise _Violation("INVALID_REFERENCE")
+        assistant = op.assistant
+        if call.status != "pending" or assistant is None or call["assistantEntryId"] != assistant.entry_id:
+            raise _Violation("INVALID_TRANSITION")
+        fid = fact["id"]
+        self._consume(st, fid, call)
+        if entry["stepId"] != call["stepId"]:
+            raise _Violation("INVALID_REFERENCE")
+        message = entry["message"]
+        if message["tool_call_id"] != call["toolCallId"] or entry["toolName"] != call["toolName"]:
+            raise _Violation("INVALID_TRANSCRIPT")
+        if entry["result"]["type"] == "synthetic" and message["content"] != SYNTHETIC_CONTENT["interrupted"]:
+            raise _Violation("INVALID_TRANSCRIPT")
+        j = self._j
+        j.set(call, "status", "completed")
+        j.put(assistant.results, call["toolIndex"], fid)
+        self._model_visible(st, fid, "tool", message, fact["seq"])
+
+    def _entry_synthetic(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
+        op = st.operation
+        if op is None or op.kind != "run":
+            raise _Violation("INVALID_TRANSITION")
+        target = st.entries.get(entry["assistantEntryId"])
+        if target is None or target.kind != "assistant":
+            raise _Violation("INVALID_REFERENCE")
+        assistant = op.assistant
+        if assistant is None or assistant.entry_id != entry["assistantEntryId"]:
+            raise _Violation("INVALID_TRANSITION")
+        index = entry["toolIndex"]
+        if entry["stepId"] != assistant.step_id or index >= len(assistant.calls):
+            raise _Violation("INVALID_REFERENCE")
+        if index in assistant.results or index in assistant.started:
+            raise _Violation("INVALID_TRANSITION")
+        call, message = assistant.calls[index], entry["message"]
+        if (
+            message["tool_call_id"] != call["id"]
+            or entry["toolName"] != call["function"]["name"]
+            or message["content"] != SYNTHETIC_CONTENT[entry["result"]["reason"]]
+        ):
+            raise _Violation("INVALID_TRANSCRIPT")
+        self._j.put(assistant.results, index, fact["id"])
+        self._model_visible(st, fact["id"], "synthetic", message, fact["seq"])
+
+    def _entry_compaction(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
+        op = st.operation
+        if op is None or op.kind != "compaction" or not op.open_attempt():
+            raise _Violation("INVALID_TRANSITION")
+        if entry["operationId"] != op.operation_id:
+            raise _Violation("INVALID_REFERENCE")
+        fid = fact["id"]
+        self._consume(st, fid, op)
+        tail = entry["retainedTail"]
+        if entry["compactedThroughEntryId"] != op.compacted[-1] or [r["sourceEntryId"] for r in tail] != op.retained:
+            raise _Violation("INVALID_REFERENCE")
+        kept = st.active[len(op.compacted) :]
+        if any(r["message"] != m for r, (_, m) in zip(tail, kept, strict=True)):
+            raise _Violation("INVALID_TRANSCRIPT")
+        j, step = self._j, op.step
+        assert step is not None
+        j.set(step, "status", "settled")
+        j.set(step, "settled_entry_id", fid)
+        summary = {"role": "user", "content": COMPACTED_PREFIX + entry["summary"]}
+        j.put(st.entries, fid, Entry("compaction", summary, fact["seq"]))
+        j.set(st, "active", [(fid, summary), *((r["sourceEntryId"], r["message"]) for r in tail)])
+        j.set(st, "active_hash", (hashlib.sha256(b"["), 0))
+
+    # -- records -------------------------------------------------------------------------------
+    def _record_runStarted(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        if st.operation is not None:
+            raise _Violation("INVALID_TRANSITION")
+        self._fresh(st, record["operationId"])
+        entry_id = record["inputEntryId"]
+        entry = st.entries.get(entry_id)
+        if entry is None or entry.kind != "user":
+            raise _Violation("INVALID_REFERENCE")
+        if entry_id in st.used_inputs or entry_id != st.boundary:
+            raise _Violation("INVALID_TRANSITION")
+        self._open(st, Operation("run", record["operationId"], entry_id))
+        self._j.add(st.used_inputs, entry_id)
+
+    def _open(self, st: SessionState, op: Operation) -> None:
+        self._j.put(st.operations, op.operation_id, op)
+        self._j.set(st, "operation", op)
+
+    def _active_digest(self, st: SessionState) -> str:
+        hasher, hashed = st.active_hash
+        if hashed < len(st.active):
+            hasher = hasher.copy()
+            for source, message in st.active[hashed:]:
+                if hashed:
+                    hasher.update(b",")
+                hasher.update(canonical_closed({"sourceEntryId": source, "message": message}))
+                hashed += 1
+            self._j.set(st, "active_hash", (hasher, hashed))
+        final = hasher.copy()
+        final.update(b"]")
+        return "sha256:" + final.hexdigest()
+
+    def _record_compactionStarted(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        if st.operation is not None:
+            raise _Violation("INVALID_TRANSITION")
+        self._fresh(st, record["operationId"])
+        self._fresh(st, record["resultEntryId"])
+        through = record["inputThroughEntryId"]
+        if through not in st.entries:
+            raise _Violation("INVALID_REFERENCE")
+        if through != st.boundary:
+            raise _Violation("INVALID_TRANSITION")
+        compacted, retained = record["compactedEntryIds"], record["retainedEntryIds"]
+        if [source for source, _ in st.active] != compacted + retained:
+            raise _Violation("INVALID_REFERENCE")
+        if self._active_digest(st) != record["sourceDigest"]:
+            raise _Violation("INVALID_REFERENCE")
+        op = Operation("compaction", record["operationId"], through, record["resultEntryId"], compacted, retained)
+        self._j.put(st.reservations, record["resultEntryId"], op)
+        self._open(st, op)
+
+    def _record_stepAttempt(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        op = self._current(st, record["operationId"])
+        expected_kind = "assistant" if op.kind == "run" else "compaction"
+        if record["stepKind"] != expected_kind or op.abort_requested:
+            raise _Violation("INVALID_TRANSITION")
+        self._fresh(st, record["attemptId"])
+        context, step = record["contextThroughEntryId"], op.step
+        if record["attempt"] == 1:
+            self._fresh(st, record["stepId"])
+            if step is not None and (
+                step.status != "settled"
+                or op.kind == "compaction"
+                or op.assistant is None
+                or not op.assistant.calls
+                or op.assistant.stop_reason == "length"
+                or op.unresolved()
+            ):
+                raise _Violation("INVALID_TRANSITION")
+            if context not in st.entries:
+                raise _Violation("INVALID_REFERENCE")
+            if context != (op.input_entry_id if op.kind == "compaction" else st.boundary):
+                raise _Violation("INVALID_TRANSITION")
+        else:
+            if step is None or step.status != "attempting" or step.attempt != 1 or step.step_id != record["stepId"]:
+                raise _Violation("INVALID_TRANSITION")
+            if context != step.context_through or record["configurationDigest"] != step.digest:
+                raise _Violation("INVALID_FACT")
+        new_step = Step(
+            op.operation_id,
+            record["stepId"],
+            record["attemptId"],
+            record["attempt"],
+            record["stepKind"],
+            context,
+            record["configurationSnapshot"],
+            record["configurationDigest"],
+        )
+        self._j.set(op, "step", new_step)
+        self._j.put(st.attempts, record["attemptId"], op.operation_id)
+
+    def _record_stepFailed(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        op = self._current(st, record["operationId"])
+        step = op.step
+        if record["attemptId"] not in st.attempts:
+            raise _Violation("INVALID_REFERENCE")
+        if step is None or step.status != "attempting" or record["attemptId"] != step.attempt_id:
+            raise _Violation("INVALID_TRANSITION")
+        if record["stepId"] != step.step_id:
+            raise _Violation("INVALID_REFERENCE")
+        self._j.set(step, "status", "failed")
+        self._j.set(step, "error", record["error"])
+
+    def _record_toolStarted(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        op = self._current(st, record["operationId"], "run")
+        if op.abort_requested or op.step is None or op.step.status != "settled":
+            raise _Violation("INVALID_TRANSITION")
+        target = st.entries.get(record["assistantEntryId"])
+        if target is None or target.kind != "assistant":
+            raise _Violation("INVALID_REFERENCE")
+        assistant = op.assistant
+        if assistant is None or assistant.entry_id != record["assistantEntryId"]:
+            raise _Violation("INVALID_TRANSITION")
+        index = record["toolIndex"]
+        if record["stepId"] != assistant.step_id or index >= len(assistant.calls):
+            raise _Violation("INVALID_REFERENCE")
+        call = assistant.calls[index]
+        if call["id"] != record["toolCallId"] or call["function"]["name"] != record["toolName"]:
+            raise _Violation("INVALID_REFERENCE")
+        if assistant.stop_reason == "length" or index in assistant.started or index in assistant.results:
+            raise _Violation("INVALID_TRANSITION")
+        if parse_arguments(call["function"]["arguments"]) != record["arguments"]:
+            raise _Violation("INVALID_FACT")
+        self._fresh(st, record["resultEntryId"])
+        j, tool = self._j, ToolCall(fact["id"], record)
+        j.put(st.reservations, record["resultEntryId"], tool)
+        j.append(op.tool_calls, tool)
+        j.put(st.started, fact["id"], tool)
+        j.put(assistant.started, index, tool)
+
+    def _record_abortRequested(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        op = self._current(st, record["operationId"])
+        if record["operationKind"] != op.kind:
+            raise _Violation("INVALID_FACT")
+        if op.abort_requested:
+            raise _Violation("INVALID_TRANSITION")
+        self._j.set(op, "abort_requested", True)
+
+    def _record_operationFinished(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+        op = self._current(st, record["operationId"])
+        if record["operationKind"] != op.kind:
+            raise _Violation("INVALID_FACT")
+        if op.open_attempt() or op.unresolved():
+            raise _Violation("INVALID_TRANSITION")
+        outcome = record["outcome"]
+        if outcome == "aborted" and not op.abort_requested:
+            raise _Violation("INVALID_TRANSITION")
+        if outcome == "completed":
+            if op.step is None or op.step.status != "settled":
+                raise _Violation("INVALID_TRANSITION")
+            if record["finalEntryId"] != op.step.settled_entry_id:
+                raise _Violation("INVALID_REFERENCE")
+        self._j.set(op, "finished", True)
+        self._j.set(st, "operation", None)
+
+    def _usage(self, st: SessionState, fact: dict[str, Any]) -> None:
+        op = st.operations.get(fact["operationId"])
+        if op is None:
+            raise _Violation("INVALID_REFERENCE")
+        if "attemptId" in fact:
+            owner = st.attempts.get(fact["attemptId"])
+        else:
+            call = st.started.get(fact["toolStartedId"])
+            owner = call["operationId"] if call is not None else None
+        if owner != op.operation_id:
+            raise _Violation("INVALID_REFERENCE")
+        counters = fact["usage"]
+        totals = tuple(a + counters[k] for a, k in zip(st.usage, _USAGE_KEYS, strict=True))
+        if max(totals) > shapes.MAX_SAFE:
+            raise _Violation("INVALID_FACT")
+        self._j.set(st, "usage", totals)
+
+
+def reduce(data: bytes) -> dict[str, Any]:
+    """Reduce a whole session log to the golden ``expected.json`` shape."""
+    reducer = Reducer()
+    reducer.feed(data)
+    return reducer.result()
