@@ -4,4 +4,12 @@ from chaos.contract.digest import digest
 from chaos.contract.planner import plan_recovery
 from chaos.contract.reducer import SYNTHETIC_CONTENT, ContractError, Reducer, SessionState, reduce
 
-__all__ = ["SYNTHETIC_CONTENT", "ContractError", "Reducer", "SessionState", "digest", "plan_recovery", "reduce"]
+__all__ = [
+    "SYNTHETIC_CONTENT",
+    "ContractError",
+    "Reducer",
+    "SessionState",
+    "digest",
+    "plan_recovery",
+    "reduce",
+]

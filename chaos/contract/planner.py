@@ -60,7 +60,12 @@ def plan_recovery(state: SessionState, current: dict[str, Any]) -> Plan:
     step_kind = "assistant" if op.kind == "run" else "compaction"
     # 2. no step yet
     if step is None:
-        return {"type": "startStep", "stepKind": step_kind, "attempt": 1, "contextThroughEntryId": op.input_entry_id}
+        return {
+            "type": "startStep",
+            "stepKind": step_kind,
+            "attempt": 1,
+            "contextThroughEntryId": op.input_entry_id,
+        }
     # 3. a step in flight or failed: gates first, then attempts and failure
     if step.status in ("attempting", "failed"):
         if current["configurationDigest"] != step.digest:
@@ -94,12 +99,30 @@ def plan_assistant(
     unresolved = assistant.unresolved()
     if assistant.stop_reason == "length":
         if unresolved:
-            return {"type": "appendSynthetic", "results": [_synthetic(assistant, i, "truncated") for i in unresolved]}
-        return {"type": "finish", "outcome": "completed", "completion": "truncated", "finalEntryId": assistant.entry_id}
+            return {
+                "type": "appendSynthetic",
+                "results": [_synthetic(assistant, i, "truncated") for i in unresolved],
+            }
+        return {
+            "type": "finish",
+            "outcome": "completed",
+            "completion": "truncated",
+            "finalEntryId": assistant.entry_id,
+        }
     if not assistant.calls:
-        return {"type": "finish", "outcome": "completed", "completion": "normal", "finalEntryId": assistant.entry_id}
+        return {
+            "type": "finish",
+            "outcome": "completed",
+            "completion": "normal",
+            "finalEntryId": assistant.entry_id,
+        }
     if not unresolved:
-        return {"type": "startStep", "stepKind": "assistant", "attempt": 1, "contextThroughEntryId": state.boundary}
+        return {
+            "type": "startStep",
+            "stepKind": "assistant",
+            "attempt": 1,
+            "contextThroughEntryId": state.boundary,
+        }
     declared = {tool["name"]: tool for tool in current["tools"]}
     index = unresolved[0]
     started = assistant.started.get(index)

@@ -217,7 +217,9 @@ class SessionState:
     """The reduced state of a valid log prefix; ``to_json`` gives the golden ``state`` shape."""
 
     def __init__(self, header: dict[str, Any]) -> None:
-        self.header = {k: header[k] for k in ("id", "createdAt", "cwd", "provider", "model", "environmentIdentity")}
+        self.header = {
+            k: header[k] for k in ("id", "createdAt", "cwd", "provider", "model", "environmentIdentity")
+        }
         self.seq = 0
         self.ids: set[str] = {header["id"]}
         self.reservations: dict[str, Any] = {}
@@ -353,9 +355,10 @@ class Reducer:
                 raise _Violation("INVALID_FACT")
             return "usage"
         record = fact["record"]
-        if record["type"] == "stepAttempt" and digest_closed(record["configurationSnapshot"]) != record[
-            "configurationDigest"
-        ]:
+        if (
+            record["type"] == "stepAttempt"
+            and digest_closed(record["configurationSnapshot"]) != record["configurationDigest"]
+        ):
             raise _Violation("INVALID_FACT")
         return record["type"]
 
@@ -394,7 +397,9 @@ class Reducer:
             raise _Violation("INVALID_TRANSITION")
         return op
 
-    def _model_visible(self, st: SessionState, fid: str, kind: str, message: dict[str, Any], seq: int) -> None:
+    def _model_visible(
+        self, st: SessionState, fid: str, kind: str, message: dict[str, Any], seq: int
+    ) -> None:
         j = self._j
         j.put(st.entries, fid, Entry(kind, message, seq))
         j.append(st.transcript, message)
@@ -419,7 +424,9 @@ class Reducer:
         step = op.step
         assert step is not None
         if entry["attemptId"] != step.attempt_id:
-            raise _Violation("INVALID_TRANSITION" if entry["attemptId"] in st.attempts else "INVALID_REFERENCE")
+            raise _Violation(
+                "INVALID_TRANSITION" if entry["attemptId"] in st.attempts else "INVALID_REFERENCE"
+            )
         if entry["stepId"] != step.step_id:
             raise _Violation("INVALID_REFERENCE")
         message = entry["message"]
@@ -493,7 +500,10 @@ class Reducer:
         fid = fact["id"]
         self._consume(st, fid, op)
         tail = entry["retainedTail"]
-        if entry["compactedThroughEntryId"] != op.compacted[-1] or [r["sourceEntryId"] for r in tail] != op.retained:
+        if (
+            entry["compactedThroughEntryId"] != op.compacted[-1]
+            or [r["sourceEntryId"] for r in tail] != op.retained
+        ):
             raise _Violation("INVALID_REFERENCE")
         kept = st.active[len(op.compacted) :]
         if any(r["message"] != m for r, (_, m) in zip(tail, kept, strict=True)):
@@ -539,7 +549,9 @@ class Reducer:
         final.update(b"]")
         return "sha256:" + final.hexdigest()
 
-    def _record_compactionStarted(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+    def _record_compactionStarted(
+        self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]
+    ) -> None:
         if st.operation is not None:
             raise _Violation("INVALID_TRANSITION")
         self._fresh(st, record["operationId"])
@@ -554,7 +566,9 @@ class Reducer:
             raise _Violation("INVALID_REFERENCE")
         if self._active_digest(st) != record["sourceDigest"]:
             raise _Violation("INVALID_REFERENCE")
-        op = Operation("compaction", record["operationId"], through, record["resultEntryId"], compacted, retained)
+        op = Operation(
+            "compaction", record["operationId"], through, record["resultEntryId"], compacted, retained
+        )
         self._j.put(st.reservations, record["resultEntryId"], op)
         self._open(st, op)
 
@@ -581,7 +595,12 @@ class Reducer:
             if context != (op.input_entry_id if op.kind == "compaction" else st.boundary):
                 raise _Violation("INVALID_TRANSITION")
         else:
-            if step is None or step.status != "attempting" or step.attempt != 1 or step.step_id != record["stepId"]:
+            if (
+                step is None
+                or step.status != "attempting"
+                or step.attempt != 1
+                or step.step_id != record["stepId"]
+            ):
                 raise _Violation("INVALID_TRANSITION")
             if context != step.context_through or record["configurationDigest"] != step.digest:
                 raise _Violation("INVALID_FACT")
@@ -645,7 +664,9 @@ class Reducer:
             raise _Violation("INVALID_TRANSITION")
         self._j.set(op, "abort_requested", True)
 
-    def _record_operationFinished(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
+    def _record_operationFinished(
+        self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]
+    ) -> None:
         op = self._current(st, record["operationId"])
         if record["operationKind"] != op.kind:
             raise _Violation("INVALID_FACT")

@@ -79,6 +79,26 @@ class Shape:
         self.fields = {**self.required, **self.optional}
         self.ints = [k for k, c in self.fields.items() if getattr(c, "integer", False)]
 
+    def why(self, v: Any, path: str = "") -> str | None:
+        """The first reason ``v`` does not fit, naming the field path, or None when it fits."""
+        if type(v) is not dict:
+            return f"{path or 'value'}: expected an object"
+        for key in v:
+            if key not in self.fields:
+                return f"{path}{key}: unknown field (allowed: {', '.join(self.fields)})"
+        for key in self.required:
+            if key not in v:
+                return f"{path}{key}: missing required field"
+        for key, value in v.items():
+            check = self.fields[key]
+            if isinstance(check, Shape):
+                reason = check.why(value, f"{path}{key}.")
+                if reason:
+                    return reason
+            elif not check(value):
+                return f"{path}{key}: invalid value {value!r}"
+        return None
+
     def __call__(self, v: Any) -> bool:
         if type(v) is not dict:
             return False
@@ -120,6 +140,7 @@ _interrupted_result = Shape({"type": const("synthetic"), "reason": const("interr
 
 def started_result(v: Any) -> bool:
     return _plain_result(v) or _interrupted_result(v)
+
 
 pre_execution_result = Shape({"type": const("synthetic"), "reason": one_of(*PRE_EXECUTION_REASONS)})
 
@@ -277,7 +298,8 @@ _fact_base = {"kind": text, "seq": positive_int, "id": uuid7, "timestamp": safe_
 entry_fact = Shape({**_fact_base, "entry": is_object})
 record_fact = Shape({**_fact_base, "record": record_valid})
 usage_fact = Shape(
-    {**_fact_base, "operationId": uuid7, "usage": usage_counters}, {"attemptId": uuid7, "toolStartedId": uuid7}
+    {**_fact_base, "operationId": uuid7, "usage": usage_counters},
+    {"attemptId": uuid7, "toolStartedId": uuid7},
 )
 FACTS = {"entry": entry_fact, "record": record_fact, "usage": usage_fact}
 
@@ -291,5 +313,22 @@ header_shape = Shape(
         "provider": nonempty,
         "model": nonempty,
         "environmentIdentity": nonempty,
+    }
+)
+
+current_configuration = Shape(
+    {
+        "configurationDigest": digest_str,
+        "environmentIdentity": nonempty,
+        "tools": array(
+            Shape(
+                {
+                    "name": nonempty,
+                    "definitionDigest": digest_str,
+                    "replay": one_of("safe", "never"),
+                    "replayKey": nonempty,
+                }
+            )
+        ),
     }
 )

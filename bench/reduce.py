@@ -1,0 +1,93 @@
+"""Reducer throughput and scaling: one-shot and incremental, on logs of 1x, 4x and 16x N operations.
+
+Run: python bench/reduce.py [--base N]. Prints MB/s per size and mode, the time
+growth ratio against the byte growth ratio (linear means 16x the bytes in at
+most 18x the time), and the cost of a writer's candidate commit early and late
+in a long log (commit 10,000 must cost what commit 10 costs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from chaos.contract import Reducer
+from chaos.contract import facts as F
+from chaos.contract.synth import synthesize
+
+
+def _best(fn, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _incremental(data: bytes, chunk: int = 4096) -> None:
+    reducer = Reducer()
+    for pos in range(0, len(data), chunk):
+        reducer.feed(data[pos : pos + chunk])
+    assert reducer.error is None
+
+
+def _one_shot(data: bytes) -> None:
+    reducer = Reducer()
+    reducer.feed(data)
+    assert reducer.error is None
+    reducer.result()
+
+
+def _commit_cost(data: bytes, samples: int = 200) -> float:
+    """Mean seconds of one candidate commit (a user prompt + runStarted) on top of ``data``."""
+    reducer = Reducer()
+    reducer.feed(data)
+    writer = F.Writer(reducer, F.counter_ids(1_900_000_000_000))
+    start = time.perf_counter()
+    for _ in range(samples):
+        writer.commit(*F.start_run(writer.new_id, "next prompt"))
+        op = writer.state.operation
+        assert op is not None
+        writer.commit(F.abort_requested(op, "model"))
+        writer.commit(F.operation_finished(op, {"outcome": "aborted"}))
+    return (time.perf_counter() - start) / (3 * samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", type=int, default=420, help="operations in the 1x log")
+    args = parser.parse_args()
+    rows = []
+    for factor in (1, 4, 16):
+        data = synthesize(random.Random(factor), args.base * factor)
+        lines = data.count(b"\n") - 1
+        one = _best(lambda d=data: _one_shot(d))
+        inc = _best(lambda d=data: _incremental(d))
+        rows.append((factor, len(data), lines, one, inc))
+        mb = len(data) / 1e6
+        print(
+            f"{factor:>2}x  {mb:7.1f} MB  {lines:>7} transactions  "
+            f"one-shot {mb / one:6.1f} MB/s  incremental {mb / inc:6.1f} MB/s",
+            flush=True,
+        )
+    _, b1, _, o1, i1 = rows[0]
+    _, b16, _, o16, i16 = rows[-1]
+    print(f"16x/1x bytes {b16 / b1:.1f}x   one-shot time {o16 / o1:.1f}x   incremental time {i16 / i1:.1f}x")
+    print(
+        "linear (time ratio <= 18x for ~16x bytes):",
+        o16 / o1 <= 18 * (b16 / b1) / 16 and i16 / i1 <= 18 * (b16 / b1) / 16,
+    )
+    small = synthesize(random.Random(7), 3)
+    large = synthesize(random.Random(16), args.base * 16)
+    early, late = _commit_cost(small), _commit_cost(large)
+    n_small, n_large = small.count(b"\n"), large.count(b"\n")
+    print(
+        f"candidate commit: after {n_small} lines {early * 1e6:.1f} us, "
+        f"after {n_large} lines {late * 1e6:.1f} us, ratio {late / early:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Shared test setup: where the contract's conformance corpus lives.
+
+``CHAOS_CONFORMANCE_DIR`` names the tiny-agent folder (``.ci/run`` sets it);
+when it is set, a missing folder fails the run instead of skipping. Unset, the
+folder beside the checkout is used when present, and the corpus tests skip
+with a reason otherwise (a user's fresh clone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = "CHAOS_CONFORMANCE_DIR"
+
+
+def conformance_dir() -> Path | None:
+    configured = os.environ.get(ENV)
+    if configured:
+        return Path(configured)
+    default = REPO.parent / "shared" / "contract" / "tiny-agent"
+    return default if default.is_dir() else None
+
+
+def _cases(kind: str) -> list[Any]:
+    root = conformance_dir()
+    if root is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no conformance corpus: set {ENV}"))]
+    manifest = root / ("fixtures" if kind == "reducer" else "planner-fixtures") / "manifest.json"
+    if not manifest.is_file():
+        return [pytest.param(("missing", str(manifest)), id="corpus-missing")]
+    entries = json.loads(manifest.read_text())["fixtures"]
+    return [pytest.param((root, entry), id=entry["name"]) for entry in entries]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for kind in ("reducer", "planner"):
+        name = f"{kind}_case"
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, _cases(kind))
+
+
+def unpack_case(case: Any) -> tuple[Path, dict[str, Any]]:
+    if case[0] == "missing":
+        pytest.fail(f"{ENV} points at a folder without {case[1]}")
+    return case
