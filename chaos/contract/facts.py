@@ -61,11 +61,13 @@ class Writer:
         assert self.reducer.state is not None, "the log has no header yet"
         return self.reducer.state
 
-    def header(self, cwd: str, provider: str, model: str, environment_identity: str) -> bytes:
+    def header(
+        self, cwd: str, provider: str, model: str, environment_identity: str, session_id: str | None = None
+    ) -> bytes:
         value = {
             "kind": "header",
             "version": 2,
-            "id": self.new_id(),
+            "id": session_id or self.new_id(),
             "createdAt": self.clock(),
             "cwd": cwd,
             "provider": provider,

@@ -1,0 +1,89 @@
+"""The effect ledger: one line per real external effect, kept outside the workspace.
+
+Scenario tools call this helper (``$CHAOS_EFFECT NAME``, e.g. from a ``deploy.sh``)
+where they perform an effect. It records the effect's start and end, and which
+``toolStarted`` intents were durable and unresolved in the session log at that
+moment, so chaos can prove intent-before-effect and at-most-once for ``never``
+tools. Named gates let chaos hold the effect *in progress* (``NAME.during``)
+or *done but its result not yet durable* (``NAME.after``) until it releases them.
+
+Environment: CHAOS_LEDGER (ledger file), CHAOS_LOG_GLOB (the session logs),
+CHAOS_GATE_DIR and CHAOS_GATES (comma-separated gate names to block on).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.contract import Reducer
+
+
+def pending_intents(log_glob: str) -> list[str]:
+    """toolStartedIds that are durable and still without a result, across the matching logs."""
+    pending: list[str] = []
+    for path in sorted(glob.glob(log_glob)):
+        reducer = Reducer()
+        reducer.feed(Path(path).read_bytes())
+        op = reducer.state.operation if reducer.state is not None else None
+        if op is not None:
+            pending += [tc.tool_started_id for tc in op.tool_calls if tc.status == "pending"]
+    return pending
+
+
+def _record(ledger: str, entry: dict[str, Any]) -> None:
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, json.dumps(entry).encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+def gate(name: str) -> None:
+    """Block while ``name`` is one of CHAOS_GATES, until chaos creates ``NAME.release``."""
+    if name not in os.environ.get("CHAOS_GATES", "").split(","):
+        return
+    gate_dir = Path(os.environ["CHAOS_GATE_DIR"])
+    (gate_dir / f"{name}.waiting").write_text(str(os.getpid()))
+    while not (gate_dir / f"{name}.release").exists():
+        time.sleep(0.005)
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m chaos.world.ledger EFFECT_NAME [DETAIL...]", file=sys.stderr)
+        return 2
+    name, ledger = argv[0], os.environ.get("CHAOS_LEDGER")
+    if not ledger:
+        print("chaos ledger: CHAOS_LEDGER is not set; run this under chaos", file=sys.stderr)
+        return 2
+    base = {"effect": name, "detail": argv[1:], "pid": os.getpid()}
+    _record(
+        ledger,
+        {
+            **base,
+            "phase": "start",
+            "time": time.time(),
+            "pending": pending_intents(os.environ.get("CHAOS_LOG_GLOB", "")),
+        },
+    )
+    gate(f"{name}.during")
+    _record(ledger, {**base, "phase": "done", "time": time.time()})
+    gate(f"{name}.after")
+    print(f"{name}: done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,86 @@
+"""python -m targets.reference [PROMPT] [--session ID] [--compact] [--configuration]
+
+Exit codes: 0 completed, 3 blocked, 4 failed, 5 aborted, 1 the session log is
+corrupt or cannot be opened, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from chaos.contract import facts as F
+from targets.reference.agent import EXIT, Agent
+from targets.reference.session import SessionFile, SessionUnusable
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"reference agent: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m targets.reference", description=__doc__)
+    parser.add_argument("prompt", nargs="?")
+    parser.add_argument("--session", metavar="ID")
+    parser.add_argument("--compact", action="store_true")
+    parser.add_argument("--configuration", action="store_true")
+    args = parser.parse_args(argv)
+    workspace = Path.cwd().resolve()
+    try:
+        agent = Agent(workspace, dict(os.environ))
+    except ValueError as err:
+        parser.error(str(err))
+    if args.configuration:
+        print(json.dumps(agent.current()))
+        return 0
+    if args.compact and not args.session:
+        parser.error("--compact needs --session ID")
+    if not args.session and not args.prompt:
+        parser.error("give a PROMPT, or --session ID to resume")
+    if not agent.base_url or not agent.model:
+        parser.error("TINY_BASE_URL and TINY_MODEL must be set")
+    try:
+        if args.session:
+            session = SessionFile.open(
+                workspace, args.session, repair_torn_tail=agent.bug != "no-torn-tail-repair"
+            )
+            print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
+            agent.recovering = True
+            outcome, reason = agent.drive(session)
+            agent.recovering = False
+            if outcome == "blocked" or not (args.prompt or args.compact):
+                return _finish(outcome, reason)
+        else:
+            session = SessionFile.create(
+                workspace, "openai-compatible", agent.model, agent.environment_identity
+            )
+            print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
+        if args.compact:
+            st = session.state
+            w = session.writer
+            if len(st.active) < 2:
+                print("nothing to compact", file=sys.stderr)
+                return 0
+            session.commit(F.compaction_started(st, w.new_id(), w.new_id(), keep=0))
+        else:
+            session.commit(*F.start_run(session.writer.new_id, args.prompt))
+        return _finish(*agent.drive(session))
+    except SessionUnusable as err:
+        print(f"reference agent: {err}", file=sys.stderr)
+        return 1
+
+
+def _finish(outcome: str, reason: str | None) -> int:
+    if reason:
+        print(f"blocked: {reason}", file=sys.stderr)
+    return EXIT[outcome]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,238 @@
+"""The reference agent: one loop for live runs and for resumeSession.
+
+``drive`` asks the chaos planner for the next effect, performs exactly that one
+effect, commits it, and asks again until ``finish`` or ``blocked``. A live run is
+the same loop started right after the prompt's transaction; a resume is the
+same loop started from whatever prefix a crash left. SIGINT turns into an
+``abortRequested`` and the planner then drives the abort path.
+
+``TINY_REFERENCE_BUG`` turns on one deliberately broken behaviour (see the
+README) so chaos can prove it catches each class of recovery bug.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+from chaos.contract import SessionState, plan_recovery
+from chaos.contract import facts as F
+from chaos.contract.digest import digest
+from targets.reference.provider import ProviderError, complete
+from targets.reference.session import SessionFile
+from targets.reference.tools import ToolFailure, declarations, run_tool
+
+SYSTEM_PROMPT = "You are a careful coding agent. Work only inside the current workspace."
+COMPACTION_PROMPT = "Summarize the conversation so far for a continuation; keep every fact needed later."
+OUTPUT_OPTIONS = {"max_tokens": 4096}
+BUGS = (
+    "stale-assistant-calls",
+    "replay-never-tools",
+    "intent-after-effect",
+    "no-torn-tail-repair",
+    "unbounded-retry",
+    "skip-finish-on-resume",
+)
+EXIT = {"completed": 0, "failed": 4, "aborted": 5, "blocked": 3}
+
+
+class Agent:
+    def __init__(self, workspace: Path, env: dict[str, str]) -> None:
+        self.workspace = workspace
+        self.bug = env.get("TINY_REFERENCE_BUG", "")
+        if self.bug and self.bug not in BUGS:
+            raise ValueError(f"TINY_REFERENCE_BUG={self.bug!r} is not one of {', '.join(BUGS)}")
+        self.base_url = env.get("TINY_BASE_URL", "")
+        self.model = env.get("TINY_MODEL", "")
+        self.api_key = env.get("TINY_API_KEY") or None
+        self.environment_identity = env.get("TINY_AGENT_ENVIRONMENT_IDENTITY") or str(workspace)
+        self.timeout = float(env.get("TINY_TIMEOUT", "60"))
+        self.bash_timeout = float(env.get("TINY_BASH_TIMEOUT", "30"))
+        self.tools = {d["definition"]["name"]: d for d in declarations()}
+        self.snapshot = {
+            "model": self.model or "unset",
+            "systemPromptDigest": digest(SYSTEM_PROMPT),
+            "tools": [{"name": n, "definitionDigest": d["definitionDigest"]} for n, d in self.tools.items()],
+            "adapterIdentity": "openai-compatible:chat-completions:v1",
+            "routingIdentity": f"openai-compatible:{self.model or 'unset'}",
+            "outputOptionsDigest": digest(OUTPUT_OPTIONS),
+        }
+        self.recovering = False
+
+    def current(self) -> dict[str, Any]:
+        """The planner's ``current`` configuration."""
+        return {
+            "configurationDigest": digest(self.snapshot),
+            "environmentIdentity": self.environment_identity,
+            "tools": [
+                {
+                    "name": n,
+                    "definitionDigest": d["definitionDigest"],
+                    "replay": d["replay"],
+                    "replayKey": d["replayKey"],
+                }
+                for n, d in self.tools.items()
+            ],
+        }
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def drive(self, session: SessionFile) -> tuple[str, str | None]:
+        """Run plans until finish or blocked: (outcome, blocked reason)."""
+        while True:
+            st = session.state
+            plan = self._plan(st)
+            kind = plan["type"]
+            try:
+                if kind == "blocked":
+                    if plan["reason"] == "attempts_exhausted" and self.bug == "unbounded-retry":
+                        self._answer(session)  # bills a third request for one step
+                        continue
+                    return "blocked", plan["reason"]
+                if kind == "finish":
+                    if st.operation is not None and not (
+                        self.recovering and self.bug == "skip-finish-on-resume"
+                    ):
+                        session.commit(*F.plan_facts(st, plan))
+                    return plan["outcome"], None
+                if kind == "startStep":
+                    if plan.get("stale"):
+                        op = st.operation
+                        assert op is not None
+                        session.write_unchecked(
+                            F.step_attempt(
+                                op, plan, session.writer.new_id(), session.writer.new_id(), self.snapshot
+                            )
+                        )
+                        return "completed", None  # the port believed the session went on
+                    self._step(session, plan)
+                elif kind == "startTool":
+                    self._tool(session, plan)
+                elif kind == "appendSynthetic" and self._replays_never_tool(session, plan):
+                    continue
+                else:
+                    session.commit(*F.plan_facts(st, plan))
+            except KeyboardInterrupt:
+                self._abort(session)
+
+    def _plan(self, st: SessionState) -> dict[str, Any]:
+        plan = plan_recovery(st, self.current())
+        if (
+            self.recovering
+            and self.bug == "stale-assistant-calls"
+            and plan["type"] == "finish"
+            and st.operation
+        ):
+            stale = _stale_boundary(st)
+            if stale is not None:
+                return {
+                    "type": "startStep",
+                    "stepKind": "assistant",
+                    "attempt": 1,
+                    "contextThroughEntryId": stale,
+                    "stale": True,
+                }
+        return plan
+
+    def _abort(self, session: SessionFile) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # one abort; the planner finishes it
+        op = session.state.operation
+        if op is None or op.abort_requested:
+            return
+        pending = [tc for tc in op.tool_calls if tc.status == "pending"]
+        if op.kind == "compaction":
+            session.commit(F.abort_requested(op, "compact"))
+        elif pending:
+            session.commit(F.abort_requested(op, "tool", pending[0]["toolCallId"]))
+        else:
+            session.commit(F.abort_requested(op, "model"))
+
+    # -- effects -------------------------------------------------------------------------------------
+    def _step(self, session: SessionFile, plan: dict[str, Any]) -> None:
+        op = session.state.operation
+        assert op is not None
+        w = session.writer
+        session.commit(F.step_attempt(op, plan, plan.get("stepId") or w.new_id(), w.new_id(), self.snapshot))
+        self._answer(session)
+
+    def _answer(self, session: SessionFile) -> None:
+        """Send the open attempt's request and settle it, or record the live failure."""
+        st = session.state
+        op = st.operation
+        assert op is not None and op.step is not None
+        system = COMPACTION_PROMPT if op.kind == "compaction" else SYSTEM_PROMPT
+        body: dict[str, Any] = {
+            "messages": [{"role": "system", "content": system}, *(m for _, m in st.active)]
+        }
+        if op.kind == "run":
+            body["tools"] = [{"type": "function", "function": d["definition"]} for d in self.tools.values()]
+        body.update(OUTPUT_OPTIONS)
+        attempt_id = op.step.attempt_id
+        try:
+            answer = complete(self.base_url, self.model, self.api_key, body, self.timeout)
+        except ProviderError as err:
+            session.commit(F.step_failed(op, err.code, err.message))
+            return
+        usage = F.usage(op, "attemptId", attempt_id, answer.usage)
+        if op.kind == "compaction":
+            session.commit(F.compaction_entry(st, answer.message.get("content") or ""), usage)
+        else:
+            session.commit(F.assistant_message(op, answer.message, answer.stop_reason), usage)
+
+    def _execute(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        try:
+            return run_tool(name, arguments, self.workspace, self.bash_timeout), True
+        except ToolFailure as err:
+            return str(err), False
+
+    def _tool(self, session: SessionFile, plan: dict[str, Any]) -> None:
+        st = session.state
+        op, assistant = st.operation, st.last_assistant
+        assert op is not None and assistant is not None
+        index, name = plan["toolIndex"], plan["toolName"]
+        if plan["mode"] == "start":
+            intent = F.tool_started(
+                op,
+                assistant,
+                index,
+                plan["arguments"],
+                self.tools[name],
+                session.writer.new_id(),
+                self.environment_identity,
+            )
+            if self.bug == "intent-after-effect":
+                output, ok = self._execute(name, plan["arguments"])
+                session.commit(intent)
+                session.commit(F.tool_result(assistant.started[index], output, ok))
+                return
+            session.commit(intent)
+        output, ok = self._execute(name, plan["arguments"])
+        session.commit(F.tool_result(assistant.started[index], output, ok))
+
+    def _replays_never_tool(self, session: SessionFile, plan: dict[str, Any]) -> bool:
+        """The replay-never-tools bug: run an interrupted ``never`` tool again instead of a synthetic result."""
+        if not (self.recovering and self.bug == "replay-never-tools"):
+            return False
+        st = session.state
+        started = [r for r in plan["results"] if r["reason"] == "interrupted"]
+        if not started or st.operation is None or st.operation.abort_requested:
+            return False
+        call = st.started[started[0]["toolStartedId"]]
+        output, ok = self._execute(call["toolName"], call["arguments"])
+        session.commit(F.tool_result(call, output, ok))
+        return True
+
+
+def _stale_boundary(st: SessionState) -> str | None:
+    """What the section-8 port planned from: the last result of the last assistant that has tool calls."""
+    last = st.last_assistant
+    if last is None or last.calls:
+        return None
+    seen_result = None
+    for entry_id in reversed(st.entries):
+        entry = st.entries[entry_id]
+        if entry.kind in ("tool", "synthetic") and seen_result is None:
+            seen_result = entry_id
+        if entry.kind == "assistant" and entry.message and entry.message.get("tool_calls"):
+            return seen_result
+    return None

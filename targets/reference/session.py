@@ -1,0 +1,101 @@
+"""The session file: the only place the reference agent touches its log.
+
+Opening takes an exclusive lock (a second writer is refused), refuses symlinks
+(``O_NOFOLLOW``), reduces the bytes with the chaos oracle and truncates a torn
+tail to ``repairedLength``. Every commit is reduced as a candidate first (a
+rejected one changes neither disk nor memory), then written with a single
+``write`` of one LF-terminated line and flushed to disk. SIGINT is blocked
+during a commit so an abort can never split memory from disk.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import time
+from pathlib import Path
+
+from chaos.contract import Reducer, SessionState
+from chaos.contract import facts as F
+
+
+class SessionUnusable(Exception):
+    """The log is corrupt or cannot be opened (exit 1)."""
+
+
+SESSIONS = Path(".tiny-agent") / "sessions"
+
+
+class SessionFile:
+    def __init__(self, path: Path, fd: int, reducer: Reducer) -> None:
+        self.path, self.fd = path, fd
+        self.writer = F.Writer(reducer)
+
+    @property
+    def state(self) -> SessionState:
+        return self.writer.state
+
+    @classmethod
+    def create(cls, workspace: Path, provider: str, model: str, environment_identity: str) -> SessionFile:
+        reducer = Reducer()
+        session_id = F.system_ids()()
+        directory = workspace / SESSIONS
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        path = directory / f"{stamp}_{session_id}.jsonl"
+        fd = os.open(
+            path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        session = cls(path, fd, reducer)
+        session._write(
+            session.writer.header(str(workspace), provider, model, environment_identity, session_id)
+        )
+        return session
+
+    @classmethod
+    def open(cls, workspace: Path, session_id: str, repair_torn_tail: bool = True) -> SessionFile:
+        matches = sorted((workspace / SESSIONS).glob(f"*_{session_id}.jsonl"))
+        if not matches:
+            raise SessionUnusable(f"no session {session_id} under {SESSIONS}")
+        path = matches[-1]
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as err:
+            raise SessionUnusable(f"cannot open {path.name}: {err.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionUnusable(f"session {session_id} is open in another writer") from None
+        reducer = Reducer()
+        reducer.feed(Path(path).read_bytes())
+        result = reducer.result()
+        if not result["ok"]:
+            error = result["error"]
+            os.close(fd)
+            raise SessionUnusable(f"session log is corrupt: {error['code']} at line {error['line']}")
+        if repair_torn_tail and reducer.tail:
+            os.ftruncate(fd, reducer.repaired_length)
+        return cls(path, fd, reducer)
+
+    def commit(self, *facts: F.Fact) -> None:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._write(self.writer.commit(*facts))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def write_unchecked(self, *facts: F.Fact) -> None:
+        """Append without reducing the candidate first: what a port without the check does."""
+        line, _ = self.writer.encode(list(facts))
+        self._write(line)
+
+    def _write(self, line: bytes) -> None:
+        if os.write(self.fd, line) != len(line):
+            raise SessionUnusable("short write to the session log")
+        os.fdatasync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
