@@ -49,3 +49,15 @@ def unpack_case(case: Any) -> tuple[Path, dict[str, Any]]:
     if case[0] == "missing":
         pytest.fail(f"{ENV} points at a folder without {case[1]}")
     return case
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_a_test() -> Any:
+    """Every test must leave no child process behind, whatever it started."""
+    import psutil
+
+    yield
+    leftovers = psutil.Process().children(recursive=True)
+    for proc in leftovers:
+        proc.kill()
+    assert not leftovers, f"processes outlived the test: {[p.pid for p in leftovers]}"

@@ -1,0 +1,94 @@
+"""A small harness for driving the reference agent in a real world: sandbox, scripted server, ledger."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.contract import Reducer
+from chaos.run import Exit, finish, start
+from chaos.world import ModelServer, Sandbox, Turn, WorkspaceFile, make_sandbox
+from chaos.world.ledger import read_ledger
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT = [sys.executable, "-m", "targets.reference"]
+DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
+FILES = {"README.md": WorkspaceFile("hello from the workspace\n"), "deploy.sh": DEPLOY}
+SESSIONS = ".tiny-agent/sessions"
+
+
+@dataclass
+class World:
+    box: Sandbox
+    server: ModelServer
+    env: dict[str, str]
+
+    def log_path(self) -> Path:
+        paths = sorted((self.box.workspace / SESSIONS).glob("*.jsonl"))
+        assert len(paths) == 1, paths
+        return paths[0]
+
+    def session_id(self) -> str:
+        return self.log_path().stem.split("_", 1)[1]
+
+    def state(self) -> Any:
+        reducer = Reducer()
+        reducer.feed(self.log_path().read_bytes())
+        return reducer
+
+    def effects(self, name: str = "deploy") -> list[dict[str, Any]]:
+        return [e for e in read_ledger(self.box.ledger) if e["effect"] == name and e["phase"] == "start"]
+
+    def agent(self, *args: str, timeout: float = 60, **extra_env: str) -> Exit:
+        return finish(start([*AGENT, *args], self.box.workspace, {**self.env, **extra_env}), timeout)
+
+    def put_log(self, name: str, data: bytes) -> None:
+        directory = self.box.workspace / SESSIONS
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_bytes(data)
+
+
+@contextmanager
+def world(
+    script: list[Turn], files: dict[str, WorkspaceFile] | None = None, gates: tuple[str, ...] = (), **env: str
+) -> Iterator[World]:
+    box = make_sandbox(FILES if files is None else files)
+    server = ModelServer(script)
+    declared = {
+        "TINY_BASE_URL": server.url,
+        "TINY_MODEL": "scripted/model",
+        "TINY_AGENT_ENVIRONMENT_IDENTITY": "chaos-test",
+        "PYTHONPATH": str(REPO),
+        **env,
+    }
+    try:
+        yield World(
+            box, server, box.environment(declared, list(gates), str(box.workspace / SESSIONS / "*.jsonl"))
+        )
+    finally:
+        server.close()
+        box.remove()
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"name": "read", "arguments": {"path": path}}
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {"name": "bash", "arguments": {"command": command}}
+
+
+FULL_SCRIPT = [
+    Turn(tool_calls=[read("README.md"), bash("./deploy.sh prod")]),
+    Turn(tool_calls=[{"name": "write", "arguments": {"path": "notes.txt", "content": "deployed"}}]),
+    Turn(
+        tool_calls=[
+            {"name": "edit", "arguments": {"path": "notes.txt", "old": "deployed", "new": "deployed once"}}
+        ]
+    ),
+    Turn(text="Deployed to prod."),
+]
