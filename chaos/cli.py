@@ -66,6 +66,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _key_values(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--target-env {item!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from chaos.demo import run_demo
+
+    return run_demo(_key_values(args.target_env), Path(args.results))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chaos", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--current", required=True, metavar="CURRENT.json")
     p.set_defaults(func=cmd_plan)
+    p = sub.add_parser(
+        "demo", help="SIGKILL the reference agent at its first read intent, resume it, check the log"
+    )
+    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--results", default="results/demo")
+    p.set_defaults(func=cmd_demo)
     return parser
 
 

@@ -157,7 +157,6 @@ class Operation:
 class Entry:
     kind: str  # user | assistant | tool | synthetic | compaction
     message: dict[str, Any] | None
-    seq: int
 
 
 class _Journal:
@@ -397,11 +396,9 @@ class Reducer:
             raise _Violation("INVALID_TRANSITION")
         return op
 
-    def _model_visible(
-        self, st: SessionState, fid: str, kind: str, message: dict[str, Any], seq: int
-    ) -> None:
+    def _model_visible(self, st: SessionState, fid: str, kind: str, message: dict[str, Any]) -> None:
         j = self._j
-        j.put(st.entries, fid, Entry(kind, message, seq))
+        j.put(st.entries, fid, Entry(kind, message))
         j.append(st.transcript, message)
         j.append(st.active, (fid, message))
         j.set(st, "boundary", fid)
@@ -415,7 +412,7 @@ class Reducer:
     def _entry_user(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
         if st.operation is not None:
             raise _Violation("INVALID_TRANSITION")
-        self._model_visible(st, fact["id"], "user", entry["message"], fact["seq"])
+        self._model_visible(st, fact["id"], "user", entry["message"])
 
     def _entry_assistant(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
         op = st.operation
@@ -440,7 +437,7 @@ class Reducer:
         assistant = Assistant(fid, op.operation_id, step.step_id, message, entry["stopReason"], calls)
         j.set(op, "assistant", assistant)
         j.set(st, "last_assistant", assistant)
-        self._model_visible(st, fid, "assistant", message, fact["seq"])
+        self._model_visible(st, fid, "assistant", message)
 
     def _entry_tool(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
         op = st.operation
@@ -464,7 +461,7 @@ class Reducer:
         j = self._j
         j.set(call, "status", "completed")
         j.put(assistant.results, call["toolIndex"], fid)
-        self._model_visible(st, fid, "tool", message, fact["seq"])
+        self._model_visible(st, fid, "tool", message)
 
     def _entry_synthetic(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
         op = st.operation
@@ -489,7 +486,7 @@ class Reducer:
         ):
             raise _Violation("INVALID_TRANSCRIPT")
         self._j.put(assistant.results, index, fact["id"])
-        self._model_visible(st, fact["id"], "synthetic", message, fact["seq"])
+        self._model_visible(st, fact["id"], "synthetic", message)
 
     def _entry_compaction(self, st: SessionState, fact: dict[str, Any], entry: dict[str, Any]) -> None:
         op = st.operation
@@ -513,7 +510,7 @@ class Reducer:
         j.set(step, "status", "settled")
         j.set(step, "settled_entry_id", fid)
         summary = {"role": "user", "content": COMPACTED_PREFIX + entry["summary"]}
-        j.put(st.entries, fid, Entry("compaction", summary, fact["seq"]))
+        j.put(st.entries, fid, Entry("compaction", summary))
         j.set(st, "active", [(fid, summary), *((r["sourceEntryId"], r["message"]) for r in tail)])
         j.set(st, "active_hash", (hashlib.sha256(b"["), 0))
 
