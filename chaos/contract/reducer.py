@@ -403,6 +403,20 @@ class Reducer:
         j.append(st.active, (fid, message))
         j.set(st, "boundary", fid)
 
+    @staticmethod
+    def _named_call(st: SessionState, op: Operation, body: dict[str, Any]) -> tuple[Assistant, int]:
+        """The current assistant entry and call index that ``body`` names (assistantEntryId, toolIndex)."""
+        target = st.entries.get(body["assistantEntryId"])
+        if target is None or target.kind != "assistant":
+            raise _Violation("INVALID_REFERENCE")
+        assistant = op.assistant
+        if assistant is None or assistant.entry_id != body["assistantEntryId"]:
+            raise _Violation("INVALID_TRANSITION")
+        index = body["toolIndex"]
+        if body["stepId"] != assistant.step_id or index >= len(assistant.calls):
+            raise _Violation("INVALID_REFERENCE")
+        return assistant, index
+
     def _consume(self, st: SessionState, fid: str, owner: Any) -> None:
         if st.reservations.get(fid) is not owner:
             raise _Violation("DUPLICATE_ID" if fid in st.reservations else "INVALID_REFERENCE")
@@ -467,15 +481,7 @@ class Reducer:
         op = st.operation
         if op is None or op.kind != "run":
             raise _Violation("INVALID_TRANSITION")
-        target = st.entries.get(entry["assistantEntryId"])
-        if target is None or target.kind != "assistant":
-            raise _Violation("INVALID_REFERENCE")
-        assistant = op.assistant
-        if assistant is None or assistant.entry_id != entry["assistantEntryId"]:
-            raise _Violation("INVALID_TRANSITION")
-        index = entry["toolIndex"]
-        if entry["stepId"] != assistant.step_id or index >= len(assistant.calls):
-            raise _Violation("INVALID_REFERENCE")
+        assistant, index = self._named_call(st, op, entry)
         if index in assistant.results or index in assistant.started:
             raise _Violation("INVALID_TRANSITION")
         call, message = assistant.calls[index], entry["message"]
@@ -630,15 +636,7 @@ class Reducer:
         op = self._current(st, record["operationId"], "run")
         if op.abort_requested or op.step is None or op.step.status != "settled":
             raise _Violation("INVALID_TRANSITION")
-        target = st.entries.get(record["assistantEntryId"])
-        if target is None or target.kind != "assistant":
-            raise _Violation("INVALID_REFERENCE")
-        assistant = op.assistant
-        if assistant is None or assistant.entry_id != record["assistantEntryId"]:
-            raise _Violation("INVALID_TRANSITION")
-        index = record["toolIndex"]
-        if record["stepId"] != assistant.step_id or index >= len(assistant.calls):
-            raise _Violation("INVALID_REFERENCE")
+        assistant, index = self._named_call(st, op, record)
         call = assistant.calls[index]
         if call["id"] != record["toolCallId"] or call["function"]["name"] != record["toolName"]:
             raise _Violation("INVALID_REFERENCE")
