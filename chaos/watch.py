@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from chaos.contract import Reducer
+from chaos.contract import ContractError, Reducer
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,11 @@ class Boundary:
 
 @dataclass
 class Watch:
-    """Follows one log file (found by glob) and counts boundary matches in committed lines."""
+    """Follows one log file (found by glob) and counts boundary matches in committed lines.
+
+    Counting stops at the first line the reducer rejects (kept in ``error``): a fact
+    after corruption is not a durable boundary.
+    """
 
     log_glob: str
     boundary: Boundary
@@ -55,6 +59,7 @@ class Watch:
     offset: int = 0
     path: Path | None = None
     pending: bytes = b""
+    error: ContractError | None = None
 
     def poll(self) -> bool:
         """Read what was appended; True once the n-th matching fact is committed."""
@@ -67,15 +72,18 @@ class Watch:
             handle.seek(self.offset)
             data = handle.read()
         self.offset += len(data)
-        self.reducer.feed(data)
         text = self.pending + data
         cut = text.rfind(b"\n") + 1
         self.pending = text[cut:]
         for line in text[:cut].splitlines():
+            if self.error is not None:
+                break
             try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # the reducer reports corrupt lines; the watcher only counts boundaries
+                self.reducer.append_line(line)
+            except ContractError as err:
+                self.error = err
+                break
+            value = orjson.loads(line)
             for fact in value if isinstance(value, list) else [value]:
                 if isinstance(fact, dict) and "seq" in fact and self.boundary.matches(fact):
                     self.seen += 1

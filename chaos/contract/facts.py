@@ -76,8 +76,8 @@ class Writer:
         }
         return self._commit(value)
 
-    def encode(self, facts: list[Fact]) -> tuple[bytes, list[dict[str, Any]]]:
-        """The transaction line for ``facts`` (not yet committed) and the fact objects in it."""
+    def encode(self, facts: list[Fact]) -> bytes:
+        """The transaction line for ``facts``, not yet committed."""
         seq, now, out = self.state.seq, self.clock(), []
         for kind, body, fixed_id in facts:
             seq += 1
@@ -93,11 +93,11 @@ class Writer:
                 fact[kind] = body
             out.append(fact)
         value: Any = out[0] if len(out) == 1 else out
-        return orjson.dumps(value) + b"\n", out
+        return orjson.dumps(value) + b"\n"
 
     def commit(self, *facts: Fact) -> bytes:
         """Reduce the transaction as a candidate; return its line, or raise ContractError."""
-        line, _ = self.encode(list(facts))
+        line = self.encode(list(facts))
         self.reducer.append_line(line[:-1])
         return line
 

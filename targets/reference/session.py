@@ -89,7 +89,7 @@ class SessionFile:
 
     def write_unchecked(self, *facts: F.Fact) -> None:
         """Append without reducing the candidate first: what a port without the check does."""
-        line, _ = self.writer.encode(list(facts))
+        line = self.writer.encode(list(facts))
         self._write(line)
 
     def _write(self, line: bytes) -> None:
