@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,14 @@ import orjson
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import FramingError, parse_json
 from chaos.contract.shapes import current_configuration
+from chaos.cycle import render, run_case
+from chaos.run import TargetUnusable
+from chaos.scenario import Crash, Scenario, load_scenario
+from chaos.spec import SpecError
+from chaos.target import REPO, Target, find_target, load_target
+from chaos.watch import Boundary
+
+DEMO = REPO / "scenarios" / "section8-read-replay.toml"
 
 
 class UsageError(Exception):
@@ -76,10 +85,65 @@ def _key_values(items: list[str]) -> dict[str, str]:
     return out
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from chaos.demo import run_demo
+def _crash(text: str | None, nth: int | None, signal: str = "SIGKILL") -> Crash | None:
+    if text is None:
+        return None
+    try:
+        return Crash(Boundary.parse(text, nth), signal)
+    except ValueError as err:
+        raise UsageError(f"--kill-at/--then-kill-at: {err}") from None
 
-    return run_demo(_key_values(args.target_env), Path(args.results))
+
+def load_case(path: str, target_name: str | None) -> tuple[Scenario, Target]:
+    """A scenario and its target (``--target`` wins over the scenario's own), or a UsageError."""
+    try:
+        scenario = load_scenario(Path(path))
+        target = load_target(find_target(target_name or scenario.target, Path(path)))
+    except SpecError as err:
+        raise UsageError(str(err)) from None
+    return scenario, target
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario, target = load_case(args.scenario, args.target)
+    crash = scenario.crash
+    if args.kill_at is not None:
+        crash = _crash(args.kill_at, args.nth, crash.signal if crash else "SIGKILL")
+    elif args.nth is not None and crash is not None:
+        crash = Crash(replace(crash.boundary, nth=args.nth), crash.signal)
+    then = _crash(args.then_kill_at, None) if args.then_kill_at else scenario.then_crash
+    scenario = scenario.with_crash(crash, then)
+    try:
+        verdict = run_case(
+            scenario,
+            target,
+            _key_values(args.target_env),
+            Path(args.results) if args.results else None,
+            args.timeout,
+        )
+    except TargetUnusable as err:
+        raise UsageError(str(err)) from None
+    print(render(verdict))
+    return 0 if verdict.ok else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
+        str(DEMO),
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+    return cmd_run(args)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--target-env", action="append", default=[], metavar="KEY=VALUE", help="extra agent environment"
+    )
+    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,10 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--current", required=True, metavar="CURRENT.json")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser(
-        "demo", help="SIGKILL the reference agent at its first read intent, resume it, check the log"
+        "run", help="crash an agent at a boundary, resume it, check what it wrote; exit 1 on a finding"
     )
-    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--results", default="results/demo")
+    p.add_argument("scenario", metavar="SCENARIO.toml")
+    p.add_argument("--target", help="target name (targets/NAME.toml) or spec path; default: the scenario's")
+    p.add_argument("--kill-at", metavar="BOUNDARY", help="e.g. toolStarted[toolName=bash]#2, model-request#1")
+    p.add_argument("--nth", type=int, help="the occurrence of the boundary to crash at")
+    p.add_argument("--then-kill-at", metavar="BOUNDARY", help="crash the first resume again at this boundary")
+    p.add_argument("--timeout", type=float, help="seconds per phase (default: the scenario's, 60)")
+    _common(p)
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("demo", help=f"chaos run {DEMO.relative_to(REPO)}: the contract's section-8 crash")
+    _common(p)
     p.set_defaults(func=cmd_demo)
     return parser
 

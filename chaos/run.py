@@ -1,41 +1,243 @@
-"""Starting an agent as a child in its own process group, and waiting on it with a timeout."""
+"""Running one phase of a target: start it in the world, stop it at the boundary, keep the prefix.
+
+A ``Launch`` is one target process tree with its output in files, traced
+(``chaos.trace``) so a durable boundary stops it before its next write, or
+polled where tracing is unavailable. ``run_phase`` adds the world: it arms
+the boundary, waits with a timeout, kills (or interrupts) the target, and
+copies the log to the results folder before anything else touches it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import signal
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from chaos.kill import KillReport, kill_tree
+from chaos import trace
+from chaos.kill import KillReport, Trigger, alive, signal_tree, wait_gone
+from chaos.scenario import Configuration, Crash
+from chaos.world.build import World
+
+
+class TargetUnusable(Exception):
+    """The target cannot be started at all (exit 2): a missing program, a bad working directory."""
 
 
 @dataclass
-class Exit:
-    returncode: int | None  # None: killed at the timeout
-    stdout: str
-    stderr: str
-    kill: KillReport | None = None
+class Launch:
+    """One target process tree; ``check`` (called at every trap, or every 2 ms when polling) says stop."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    stdout: Path
+    stderr: Path
+    check: Callable[[], bool] | None = None
+    stop_signal: int = signal.SIGKILL
+    exact: bool = field(default_factory=trace.exact_kills_available)
+    pid: int = 0
+    returncode: int | None = None
+    stopped: bool = False  # ``check`` asked for the stop (or ``stop`` was called)
+    pids: set[int] = field(default_factory=set)
+    report: KillReport = field(default_factory=KillReport)
+    _exited: threading.Event = field(default_factory=threading.Event)
+    _gone: threading.Event = field(default_factory=threading.Event)
+    _error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        program = shutil.which(self.argv[0], path=self.env.get("PATH"))
+        if program is None:
+            raise TargetUnusable(
+                f"cannot start the target: {self.argv[0]!r} is not an executable on its PATH"
+            )
+        if not self.cwd.is_dir():
+            raise TargetUnusable(f"cannot start the target: working directory {self.cwd} does not exist")
+        started = threading.Event()
+        threading.Thread(target=self._main, args=(started,), daemon=True, name="chaos-launch").start()
+        started.wait()
+        if self._error is not None:
+            raise TargetUnusable(f"cannot start the target {self.argv[0]!r}: {self._error}")
+
+    def _main(self, started: threading.Event) -> None:
+        try:
+            with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
+                proc = subprocess.Popen(
+                    self.argv,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    preexec_fn=trace.child_setup() if self.exact else None,
+                )
+        except OSError as err:
+            self._error = err
+            started.set()
+            self._exited.set()
+            self._gone.set()
+            return
+        self.pid = proc.pid
+        self.pids.add(proc.pid)
+        started.set()
+        try:
+            if self.exact:
+                trace.trace(proc, self._trap, self.pids.add, self._exit)
+            else:
+                while proc.poll() is None:
+                    self._trap(proc.pid)
+                    time.sleep(0.002)
+                self._exit(proc.returncode)
+        finally:
+            self._exited.set()
+            self._gone.set()
+
+    def _exit(self, returncode: int) -> None:
+        self.returncode = returncode
+        self._exited.set()
+
+    def _trap(self, pid: int) -> None:
+        if self.check is not None and not self.stopped and self.check():
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the target now: SIGKILL its whole tree, or deliver ``stop_signal`` to the root."""
+        self.stopped = True
+        if self.stop_signal == signal.SIGKILL:
+            found = signal_tree(self.pid, self.pids)
+            self.report.killed += found.killed
+            self.report.escaped_group += found.escaped_group
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, self.stop_signal)
+
+    def wait(self, timeout: float) -> bool:
+        """True when the root exited within ``timeout``."""
+        return self._exited.wait(timeout)
+
+    def finish(self) -> KillReport:
+        """Kill whatever is left of the tree and wait until it is gone; survivors are a finding."""
+        leftovers = [] if self.stopped else [pid for pid in self.pids if pid != self.pid and alive(pid)]
+        found = signal_tree(self.pid, self.pids)
+        self.report.killed += found.killed
+        self.report.escaped_group += found.escaped_group
+        self._gone.wait(10)
+        self.report.survivors = wait_gone(self.pids)
+        self.report.outlived = leftovers
+        return self.report
+
+    @property
+    def running(self) -> bool:
+        return not self._exited.is_set()
 
 
-def start(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+@dataclass
+class Phase:
+    """What one process of the run did; ``crash`` is the requested boundary, if any."""
+
+    name: str
+    argv: list[str]
+    crash: str | None
+    returncode: int | None = None
+    outcome: str | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    reached: bool | None = None
+    late_facts: int | None = None
+    exact: bool | None = None
+    mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
+    kill: KillReport = field(default_factory=KillReport)
+    log_before: int = 0  # committed bytes when the phase started
+    log_after: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "argv": self.argv,
+            "crash": self.crash,
+            "returncode": self.returncode,
+            "outcome": self.outcome,
+            "seconds": round(self.seconds, 3),
+            "timedOut": self.timed_out,
+            "reached": self.reached,
+            "lateFacts": self.late_facts,
+            "exact": self.exact,
+            "mechanism": self.mechanism,
+            "killed": self.kill.killed,
+            "escapedGroup": self.kill.escaped_group,
+            "outlived": self.kill.outlived,
+            "survivors": self.kill.survivors,
+            "logBefore": self.log_before,
+            "logAfter": self.log_after,
+        }
+
+
+def _committed_length(world: World) -> int:
+    path = world.log_path()
+    if path is None:
+        return 0
+    data = path.read_bytes()
+    return data.rfind(b"\n") + 1
+
+
+def run_phase(
+    world: World,
+    name: str,
+    argv: list[str],
+    config: Configuration,
+    crash: Crash | None,
+    timeout: float,
+    out: Path,
+    keep_as: str | None = None,
+) -> tuple[Phase, bytes]:
+    """Run one process of the target to its end, or to ``crash``; return it and the log bytes it left.
+
+    The log is copied to ``out/NAME.jsonl`` (or ``keep_as``) the moment the process is gone,
+    before holds are released or anything else may touch it.
+    """
+    phase = Phase(name, argv, str(crash) if crash else None, log_before=_committed_length(world))
+    trigger = Trigger.arm(world, crash) if crash else None
+    env = world.env(config, trigger.gates() if trigger else [])
+    started = time.monotonic()
+    launch = Launch(
+        argv,
+        world.cwd,
+        env,
+        out / f"{name}.stdout",
+        out / f"{name}.stderr",
+        check=trigger.reached if trigger and trigger.durable else None,
+        stop_signal=signal.SIGINT if crash and crash.signal == "SIGINT" else signal.SIGKILL,
     )
-
-
-def finish(proc: subprocess.Popen[bytes], timeout: float) -> Exit:
-    """Wait for the agent; at the timeout kill its whole tree and report it, never wait forever."""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return Exit(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-    except subprocess.TimeoutExpired:
-        report = kill_tree(proc.pid)
-        out, err = proc.communicate()
-        return Exit(None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), report)
+    deadline = started + timeout
+    if trigger and not trigger.durable:
+        while launch.running and time.monotonic() < deadline:
+            if trigger.reached():
+                launch.stop()
+                break
+            time.sleep(0.002)
+    exited = launch.wait(max(0.0, deadline - time.monotonic()))
+    phase.timed_out = not exited
+    phase.kill = launch.finish()
+    phase.seconds = time.monotonic() - started
+    path = world.log_path()
+    data = path.read_bytes() if path else b""
+    (out / (keep_as or f"{name}.jsonl")).write_bytes(data)
+    phase.log_after = len(data)
+    phase.returncode = None if phase.timed_out else launch.returncode
+    crashed = launch.stopped and launch.stop_signal == signal.SIGKILL
+    phase.outcome = None if crashed or phase.timed_out else world.target.outcome_of(phase.returncode)
+    if trigger:
+        phase.reached = launch.stopped
+        phase.late_facts = trigger.late_facts() if launch.stopped else None
+        phase.exact = launch.stopped and phase.late_facts == 0
+        phase.mechanism = ("ptrace" if launch.exact else "poll") if trigger.durable else "world"
+        trigger.disarm()
+    return phase, data

@@ -9,7 +9,7 @@ filters and the n-th occurrence.
 from __future__ import annotations
 
 import glob
-import time
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,15 +17,71 @@ from typing import Any
 import orjson
 
 from chaos.contract import ContractError, Reducer
+from chaos.contract.framing import facts_of
+
+RECORDS = (
+    "runStarted",
+    "stepAttempt",
+    "stepFailed",
+    "toolStarted",
+    "compactionStarted",
+    "abortRequested",
+    "operationFinished",
+)
+ENTRIES = ("entry:user", "entry:stop", "entry:toolUse", "entry:length", "entry:tool", "entry:compaction")
+# Boundaries the world holds exactly: a model request the server keeps in flight, an
+# effect held at its ledger gate while running, or done with its result not yet durable.
+IN_FLIGHT = ("model-request", "effect-running", "effect-done")
+KINDS = (*RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
+_SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
+
+
+def _value(text: str) -> Any:
+    return int(text) if text.isdigit() else text
 
 
 @dataclass(frozen=True)
 class Boundary:
-    """``what`` is a record type (``toolStarted``), ``entry:<stopReason>``, ``entry:tool`` or ``usage``."""
+    """A point in a run to crash at: the ``nth`` fact of kind ``what`` whose fields match ``where``.
+
+    ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
+    ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
+    or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
+    Written as text: ``toolStarted[toolName=bash]#2``.
+    """
 
     what: str
     where: dict[str, Any] = field(default_factory=dict)  # e.g. {"toolName": "read"}
     nth: int = 1
+
+    def __post_init__(self) -> None:
+        if self.what not in KINDS:
+            raise ValueError(f"{self.what!r} is not a boundary; use one of: {', '.join(KINDS)}")
+        if self.nth < 1:
+            raise ValueError(f"occurrence must be 1 or more, got {self.nth}")
+        if self.what.startswith("effect-") and set(self.where) != {"effect"}:
+            raise ValueError(
+                f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
+            )
+
+    @classmethod
+    def parse(cls, text: str, nth: int | None = None) -> Boundary:
+        """Read ``what[key=value]...#n``; an explicit ``nth`` wins over ``#n``."""
+        match = _SYNTAX.match(text.strip())
+        if not match:
+            raise ValueError(
+                f"{text!r} is not a boundary; write it as kind[field=value]#n, e.g. toolStarted[toolName=bash]#2"
+            )
+        where = {
+            key.strip(): _value(value.strip())
+            for key, value in re.findall(r"\[([^\]=]+)=([^\]]*)\]", match.group("filters"))
+        }
+        count = nth if nth is not None else int(match.group("nth") or 1)
+        return cls(match.group("what"), where, count)
+
+    @property
+    def in_flight(self) -> bool:
+        return self.what in IN_FLIGHT
 
     def matches(self, fact: dict[str, Any]) -> bool:
         if fact["kind"] == "record":
@@ -49,24 +105,25 @@ class Watch:
     """Follows one log file (found by glob) and counts boundary matches in committed lines.
 
     Counting stops at the first line the reducer rejects (kept in ``error``): a fact
-    after corruption is not a durable boundary.
+    after corruption is not a durable boundary. ``after`` counts the committed
+    facts that follow the n-th match: 0 means the target stopped exactly there.
     """
 
     log_glob: str
     boundary: Boundary
     reducer: Reducer = field(default_factory=Reducer)
     seen: int = 0
+    after: int = 0
     offset: int = 0
     path: Path | None = None
     pending: bytes = b""
     error: ContractError | None = None
 
-    def poll(self) -> bool:
-        """Read what was appended; True once the n-th matching fact is committed."""
+    def _read(self) -> bytes:
         if self.path is None:
             found = sorted(glob.glob(self.log_glob))
             if not found:
-                return False
+                return b""
             self.path = Path(found[0])
         with self.path.open("rb") as handle:
             handle.seek(self.offset)
@@ -75,7 +132,26 @@ class Watch:
         text = self.pending + data
         cut = text.rfind(b"\n") + 1
         self.pending = text[cut:]
-        for line in text[:cut].splitlines():
+        return text[:cut]
+
+    def skip_existing(self) -> None:
+        """Judge what is already committed without counting it, and forget any torn tail.
+
+        A resume phase counts its own occurrences, and it truncates a torn
+        tail before appending, so reading resumes at the committed length.
+        """
+        committed = self._read()
+        try:
+            for line in committed.splitlines():
+                self.reducer.append_line(line)
+        except ContractError as err:
+            self.error = err
+        self.offset -= len(self.pending)
+        self.pending = b""
+
+    def poll(self) -> bool:
+        """Read what was appended; True once the n-th matching fact is committed."""
+        for line in self._read().splitlines():
             if self.error is not None:
                 break
             try:
@@ -83,31 +159,9 @@ class Watch:
             except ContractError as err:
                 self.error = err
                 break
-            value = orjson.loads(line)
-            for fact in value if isinstance(value, list) else [value]:
-                if isinstance(fact, dict) and "seq" in fact and self.boundary.matches(fact):
+            for fact in facts_of(orjson.loads(line)):
+                if self.seen >= self.boundary.nth:
+                    self.after += 1
+                elif isinstance(fact, dict) and "seq" in fact and self.boundary.matches(fact):
                     self.seen += 1
         return self.seen >= self.boundary.nth
-
-    def overshoot(self, prefix: bytes) -> int:
-        """How many committed facts of ``prefix`` follow the n-th boundary match (0: an exact kill)."""
-        seen, after = 0, 0
-        for line in prefix[: prefix.rfind(b"\n") + 1].splitlines()[1:]:
-            value = orjson.loads(line)
-            for fact in value if isinstance(value, list) else [value]:
-                if seen >= self.boundary.nth:
-                    after += 1
-                elif self.boundary.matches(fact):
-                    seen += 1
-        return after
-
-    def wait(self, alive: Any, timeout: float, interval: float = 0.002) -> bool:
-        """Poll until the boundary, the process ends (``alive()`` false) or the timeout."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.poll():
-                return True
-            if not alive():
-                return self.poll()
-            time.sleep(interval)
-        return False

@@ -73,9 +73,9 @@ def test_sigint_mid_tool_aborts_with_exit_5_and_a_log_that_reduces() -> None:
     with world([Turn(tool_calls=[bash("./deploy.sh prod")])], gates=("deploy.during",)) as w:
         proc = start([*AGENT, "deploy"], w.box.workspace, w.env)
         deadline = time.monotonic() + 30
-        while not w.box.waiting("deploy.during") and time.monotonic() < deadline:
+        while not w.box.waiting("deploy.during#1") and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert w.box.waiting("deploy.during"), "the deploy never reached its gate"
+        assert w.box.waiting("deploy.during#1"), "the deploy never reached its gate"
         os.kill(proc.pid, signal.SIGINT)
         result = finish(proc, 30)
         assert result.returncode == 5, result.stderr

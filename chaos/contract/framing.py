@@ -62,3 +62,17 @@ def parse_json(data: bytes) -> Any:
         if source_keys and source_keys != _count_keys(orjson.dumps(value), False):
             raise FramingError("MALFORMED_JSON")
     return value
+
+
+def facts_of(value: Any) -> list[Any]:
+    """The facts of one parsed transaction line (a single fact or an array of them)."""
+    return value if isinstance(value, list) else [value]
+
+
+def committed_facts(data: bytes, lines: int | None = None) -> list[dict[str, Any]]:
+    """The facts of the committed lines after the header (the first ``lines`` lines, when given).
+
+    Only for bytes the reducer has accepted up to that line; nothing is re-validated.
+    """
+    body = data[: data.rfind(b"\n") + 1].splitlines()[1 : None if lines is None else lines]
+    return [fact for line in body for fact in facts_of(orjson.loads(line))]

@@ -44,13 +44,18 @@ def _record(ledger: str, entry: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def gate(name: str) -> None:
-    """Block while ``name`` is one of CHAOS_GATES, until chaos creates ``NAME.release``."""
-    if name not in os.environ.get("CHAOS_GATES", "").split(","):
+def gate(name: str, occurrence: int) -> None:
+    """Block while ``name`` (or ``name#occurrence``) is one of CHAOS_GATES, until chaos releases it.
+
+    The files are per occurrence (``deploy.during#2.waiting``), so releasing the
+    first run of an effect never lets a later run through its gate.
+    """
+    gates = os.environ.get("CHAOS_GATES", "").split(",")
+    if name not in gates and f"{name}#{occurrence}" not in gates:
         return
     gate_dir = Path(os.environ["CHAOS_GATE_DIR"])
-    (gate_dir / f"{name}.waiting").write_text(str(os.getpid()))
-    while not (gate_dir / f"{name}.release").exists():
+    (gate_dir / f"{name}#{occurrence}.waiting").write_text(str(os.getpid()))
+    while not (gate_dir / f"{name}#{occurrence}.release").exists():
         time.sleep(0.005)
 
 
@@ -69,6 +74,9 @@ def main(argv: list[str]) -> int:
         print("chaos ledger: CHAOS_LEDGER is not set; run this under chaos", file=sys.stderr)
         return 2
     base = {"effect": name, "detail": argv[1:], "pid": os.getpid()}
+    occurrence = 1 + sum(
+        1 for e in read_ledger(Path(ledger)) if e["effect"] == name and e["phase"] == "start"
+    )
     _record(
         ledger,
         {
@@ -78,9 +86,9 @@ def main(argv: list[str]) -> int:
             "pending": pending_intents(os.environ.get("CHAOS_LOG_GLOB", "")),
         },
     )
-    gate(f"{name}.during")
+    gate(f"{name}.during", occurrence)
     _record(ledger, {**base, "phase": "done", "time": time.time()})
-    gate(f"{name}.after")
+    gate(f"{name}.after", occurrence)
     print(f"{name}: done")
     return 0
 

@@ -85,6 +85,8 @@ class ModelServer:
         self.requests: list[Request] = []
         self._lock = threading.Condition()
         self._released: set[int] = set()
+        self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
+        self._released_numbers: set[int] = set()
         self._closing = False
         server = self
 
@@ -122,6 +124,16 @@ class ModelServer:
     def release(self, turn: int) -> None:
         with self._lock:
             self._released.add(turn)
+            self._lock.notify_all()
+
+    def hold_request(self, number: int) -> None:
+        """Keep the ``number``-th request (1-based, over the server's life) in flight until released."""
+        with self._lock:
+            self._held_numbers.add(number)
+
+    def release_requests(self) -> None:
+        with self._lock:
+            self._released_numbers |= self._held_numbers
             self._lock.notify_all()
 
     def wait_for_request(self, count: int = 1, timeout: float = 10.0, turn: int | None = None) -> bool:
@@ -165,7 +177,10 @@ class ModelServer:
         key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
         with self._lock:
             self.requests.append(Request(turn, key, compaction, time.time(), body))
+            number = len(self.requests)
             self._lock.notify_all()
+            while number in self._held_numbers - self._released_numbers and not self._closing:
+                self._lock.wait(0.5)
         model = str(body.get("model", "scripted"))
         if compaction:
             self._send(handler, 200, Turn(text=self.summary).body(turn, model))

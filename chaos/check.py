@@ -1,0 +1,245 @@
+"""The checks of one crash cycle: did recovery keep the contract's promises?
+
+Each check is pure over what the run left behind (the logs after each phase,
+the phases' exit statuses, the effect ledger, the model server's requests, the
+oracle's plan) and reports what was expected and what happened, so a failure
+reads as a finding a person can act on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.contract import Reducer, plan_recovery
+from chaos.contract.framing import committed_facts
+from chaos.run import Phase
+from chaos.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    expected: str = ""
+    got: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "expected": self.expected, "got": self.got}
+
+
+@dataclass
+class Evidence:
+    """Everything a cycle left behind, as the checks read it."""
+
+    scenario: Scenario
+    start: Phase
+    prefix: bytes
+    resumes: list[Phase]  # the last one is the idempotence rerun
+    logs: list[bytes]  # the log after each resume
+    current: dict[str, Any] | None
+    ledger: list[dict[str, Any]]
+    attempts_per_step: dict[str, int]
+
+
+def _reduced(data: bytes) -> Reducer:
+    reducer = Reducer()
+    reducer.feed(data)
+    return reducer
+
+
+def _error_text(reducer: Reducer) -> str:
+    error = reducer.result().get("error")
+    if error is None:
+        return "ok"
+    seq = f" (seq {error['seq']})" if "seq" in error else ""
+    return f"{error['code']} at line {error['line']}{seq}"
+
+
+def _committed(data: bytes) -> bytes:
+    """The bytes up to the last LF: a torn tail is never committed, corrupt or not."""
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _plan(data: bytes, current: dict[str, Any] | None) -> dict[str, Any] | None:
+    reducer = _reduced(data)
+    if reducer.error is not None or reducer.state is None or current is None:
+        return None
+    return plan_recovery(reducer.state, current)
+
+
+def _subset(expected: dict[str, Any], got: dict[str, Any]) -> bool:
+    return all(
+        _subset(value, got.get(key, {})) if isinstance(value, dict) else got.get(key) == value
+        for key, value in expected.items()
+    )
+
+
+def _ending(ev: Evidence) -> tuple[Phase, bytes]:
+    """The process whose exit status says how the operation ended, and the log it left."""
+    recoveries = [i for i, p in enumerate(ev.resumes) if p.name != "resume-again"]
+    final = ev.logs[recoveries[-1]] if recoveries else ev.prefix
+    if (ev.scenario.crash and ev.scenario.crash.signal == "SIGINT") or not recoveries:
+        return ev.start, final
+    return ev.resumes[recoveries[-1]], final
+
+
+def check_crash(ev: Evidence) -> list[Check]:
+    checks = []
+    crash = ev.scenario.crash
+    if crash is not None:
+        got = "reached" if ev.start.reached else f"the agent ended first (exit {ev.start.returncode})"
+        checks.append(Check(f"the run reached {crash.boundary}", bool(ev.start.reached), "reached", got))
+    reducer = _reduced(ev.prefix)
+    checks.append(Check("crash prefix reduces", reducer.error is None, "ok", _error_text(reducer)))
+    expected_plan = ev.scenario.expect.plan
+    if expected_plan is not None:
+        plan = _plan(ev.prefix, ev.current)
+        checks.append(
+            Check(
+                "oracle plan for the prefix",
+                plan is not None and _subset(expected_plan, plan),
+                str(expected_plan),
+                str(plan),
+            )
+        )
+    return checks
+
+
+def check_recovery(ev: Evidence) -> list[Check]:
+    expect = ev.scenario.expect
+    ending, final = _ending(ev)
+    checks = [
+        Check(
+            f"{ending.name} outcome",
+            ending.outcome == expect.outcome,
+            expect.outcome,
+            f"{ending.outcome or 'no known outcome'} (exit {ending.returncode})",
+        )
+    ]
+    if expect.outcome == "blocked":
+        plan = _plan(final, ev.current) or {}
+        checks.append(
+            Check(
+                "blocked reason",
+                plan.get("reason") == expect.reason,
+                str(expect.reason),
+                str(plan.get("reason")),
+            )
+        )
+    reducer = _reduced(final)
+    checks.append(Check("final log reduces", reducer.error is None, "ok", _error_text(reducer)))
+    snapshots = [ev.prefix, *ev.logs]
+    rewrites = [
+        phase.name
+        for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True)
+        if not after.startswith(_committed(before))
+    ]
+    checks.append(
+        Check(
+            "append-only: committed bytes are never rewritten",
+            not rewrites,
+            "each log starts with the committed bytes before it",
+            f"rewritten by {', '.join(rewrites)}" if rewrites else "ok",
+        )
+    )
+    for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
+        if phase.outcome == "blocked":
+            appended = len(after) - len(_committed(before))
+            checks.append(
+                Check(f"blocked {phase.name} appended nothing", appended == 0, "0 bytes", f"{appended} bytes")
+            )
+    if expect.outcome != "blocked" and reducer.error is None:
+        checks.append(_idle_and_terminal(final, reducer))
+    return checks
+
+
+def _idle_and_terminal(final: bytes, reducer: Reducer) -> Check:
+    state = reducer.result()["state"]
+    records = [f["record"] for f in committed_facts(final) if f["kind"] == "record"]
+    opened = [r["operationId"] for r in records if r["type"] in ("runStarted", "compactionStarted")]
+    finished = Counter(r["operationId"] for r in records if r["type"] == "operationFinished")
+    wrong = [op for op in opened if finished[op] != 1]
+    ok = state["operation"] == {"kind": "idle"} and not wrong
+    got = f"operation {state['operation'].get('kind')}" + (
+        f", {len(wrong)} operation(s) without exactly one operationFinished" if wrong else ""
+    )
+    return Check("final state idle, one terminal record per operation", ok, "idle, 1 each", got)
+
+
+def check_effects(ev: Evidence) -> list[Check]:
+    final = ev.logs[-1] if ev.logs else ev.prefix
+    started = {
+        f["id"]: f["record"]
+        for f in committed_facts(final, _reduced(final).line)
+        if f["kind"] == "record" and f["record"]["type"] == "toolStarted"
+    }
+    runs = [e for e in ev.ledger if e["phase"] == "start"]
+    blind = [e["effect"] for e in runs if not e.get("pending")]
+    per_call = Counter(e["pending"][-1] for e in runs if e.get("pending"))
+    twice = [
+        f"{started[i]['toolName']} {i} ran {n}x"
+        for i, n in per_call.items()
+        if n > 1 and started.get(i, {}).get("replay") == "never"
+    ]
+    checks = [
+        Check(
+            "no effect ran before its toolStarted was durable",
+            not blind,
+            "every effect had a durable intent",
+            f"{len(blind)} without: {', '.join(blind)}" if blind else "ok",
+        ),
+        Check(
+            "never-replay effects ran at most once per tool call",
+            not twice,
+            "at most once",
+            "; ".join(twice) or "ok",
+        ),
+    ]
+    counts = Counter(e["effect"] for e in runs)
+    for name, count in ev.scenario.expect.effects.items():
+        checks.append(
+            Check(f"effect {name} ran {count}x", counts[name] == count, str(count), str(counts[name]))
+        )
+    most = max(ev.attempts_per_step.values(), default=0)
+    checks.append(
+        Check("no step got a third model attempt", most <= 2, "at most 2 requests per step", f"{most}")
+    )
+    return checks
+
+
+def check_processes(ev: Evidence) -> list[Check]:
+    phases = [ev.start, *ev.resumes]
+    again = ev.resumes[-1] if ev.resumes and ev.resumes[-1].name == "resume-again" else None
+    checks = []
+    if again is not None:
+        _, before = _ending(ev)
+        appended = len(ev.logs[-1]) - len(_committed(before))
+        checks.append(
+            Check(
+                "resuming the finished session again appends nothing",
+                appended == 0,
+                "0 bytes",
+                f"{appended} bytes",
+            )
+        )
+    hung = [f"{p.name} after {p.seconds:.1f}s" for p in phases if p.timed_out]
+    checks.append(
+        Check(
+            "every phase ended before its timeout",
+            not hung,
+            f"within {ev.scenario.timeout:g}s",
+            f"killed at the timeout: {', '.join(hung)}" if hung else "ok",
+        )
+    )
+    left = [f"{p.name}: {pid}" for p in phases for pid in (*p.kill.outlived, *p.kill.survivors)]
+    checks.append(Check("no process outlived the run", not left, "none", ", ".join(left) or "none"))
+    return checks
+
+
+def check_all(ev: Evidence) -> list[Check]:
+    checks = check_crash(ev)
+    if ev.resumes:
+        checks += check_recovery(ev)
+    return checks + check_effects(ev) + check_processes(ev)

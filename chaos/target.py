@@ -1,0 +1,161 @@
+"""Target specs (``targets/NAME.toml``): how to start, resume and question an agent under test.
+
+chaos assumes nothing about the agent beyond the session contract: argv
+templates, an environment, a glob for its session logs, exit codes per
+outcome, and a way to learn its current configuration (a command that prints
+the planner's ``current`` JSON, or derived from the log and the tool
+declarations). A Go or TypeScript agent is driven by writing one of these.
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.scenario import OUTCOMES
+from chaos.spec import SpecError, Table, load_toml
+
+REPO = Path(__file__).resolve().parent.parent
+PLACEHOLDERS = {
+    "python": "the Python running chaos",
+    "prompt": "the scenario's prompt (start only)",
+    "session_id": "the session's id, read from its log header (resume only)",
+    "workspace": "the sandbox workspace",
+    "target_dir": "the folder holding this target spec",
+    "model_url": "the scripted model server's base URL (http://127.0.0.1:PORT/v1)",
+    "model": "the model name of the phase",
+    "environment_identity": "the environment identity of the phase",
+    "tools_json": "the phase's tool overrides as a JSON object (name -> description/replay/replayKey)",
+}
+
+
+@dataclass(frozen=True)
+class ToolDeclaration:
+    name: str
+    replay: str
+    replay_key: str
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path
+    name: str
+    start: list[str]
+    resume: list[str]
+    cwd: str
+    sessions: str  # glob relative to the workspace
+    env: dict[str, str]
+    model: str
+    environment_identity: str
+    exit_codes: dict[str, int]
+    configuration_command: list[str] | None  # None: derive from the log and ``tools``
+    tools: list[ToolDeclaration]
+
+    def outcome_of(self, returncode: int | None) -> str | None:
+        for outcome, code in self.exit_codes.items():
+            if code == returncode:
+                return outcome
+        return None
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    return string.Formatter().vformat(template, (), values)
+
+
+def _check_template(table: Table, key: str, template: str, allowed: set[str]) -> None:
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as err:
+        table.fail(key, f"bad template {template!r}: {err}")
+    unknown = names - allowed
+    if unknown:
+        table.fail(
+            key, f"unknown placeholder {{{sorted(unknown)[0]}}}; allowed here: {', '.join(sorted(allowed))}"
+        )
+
+
+def load_target(path: Path) -> Target:
+    data, source = load_toml(path)
+    top = Table(path, source, "", data)
+    common = set(PLACEHOLDERS) - {"prompt", "session_id"}
+    start = top.strings("start")
+    resume = top.strings("resume")
+    for key, argv, extra in (("start", start, {"prompt"}), ("resume", resume, {"session_id"})):
+        if not argv:
+            top.fail(key, "must name a program to run")
+        for part in argv:
+            _check_template(top, key, part, common | extra)
+    cwd = top.take("cwd", str, "{workspace}")
+    _check_template(top, "cwd", cwd, common)
+    sessions = top.take("sessions", str)
+    env_table = top.table("env")
+    env = {key: env_table.take(key, str) for key in list(env_table.data)}
+    for key, value in env.items():
+        _check_template(env_table, key, value, common)
+    codes_table = top.table("exit", required=True)
+    codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}
+    codes_table.done()
+    config = top.table("configuration", required=True)
+    command = config.strings("command", None)
+    derive = config.take("derive", bool, False)
+    if (command is None) == (not derive):
+        config.fail(
+            "command", "give either command = [...] (prints the current configuration) or derive = true"
+        )
+    for part in command or []:
+        _check_template(config, "command", part, common)
+    config.done()
+    tools = []
+    for tool in top.tables("tools"):
+        name = tool.take("name", str)
+        replay = tool.choice("replay", ("safe", "never"), "never")
+        tools.append(ToolDeclaration(name, replay, tool.take("replay_key", str, f"{name}:{replay}")))
+        tool.done()
+    if derive and not tools:
+        top.fail("tools", "a derived configuration needs the target's [[tools]] declarations")
+    target = Target(
+        path=path,
+        name=top.take("name", str, path.stem),
+        start=start,
+        resume=resume,
+        cwd=cwd,
+        sessions=sessions,
+        env=env,
+        model=top.take("model", str, "scripted/model"),
+        environment_identity=top.take("environment_identity", str, "chaos-sandbox"),
+        exit_codes=codes,
+        configuration_command=command,
+        tools=tools,
+    )
+    top.take("description", str, "")
+    top.done()
+    return target
+
+
+def find_target(name: str, near: Path | None = None) -> Path:
+    """A target by path, or by name in ./targets, beside the scenario, or in chaos's own targets/."""
+    candidate = Path(name)
+    if candidate.suffix == ".toml":
+        if candidate.exists():
+            return candidate
+        raise SpecError(f"{name}: no such target spec")
+    folders = [Path.cwd() / "targets", REPO / "targets"]
+    if near is not None:
+        folders.insert(0, near.resolve().parent.parent / "targets")
+    for folder in folders:
+        if (folder / f"{name}.toml").exists():
+            return folder / f"{name}.toml"
+    known = sorted({p.stem for f in folders if f.is_dir() for p in f.glob("*.toml")})
+    raise SpecError(f"unknown target {name!r}; known targets: {', '.join(known) or 'none'}")
+
+
+def placeholders(target: Target, workspace: Path, **values: str) -> dict[str, Any]:
+    return {
+        "python": sys.executable,
+        "workspace": str(workspace),
+        "target_dir": str(target.path.resolve().parent),
+        **values,
+    }

@@ -1,0 +1,169 @@
+"""Stopping a target exactly between two durable writes, whatever language it is written in.
+
+Watching the log and then sending SIGKILL lands late: by the time the poll sees
+transaction *k*, the agent may have written *k+1* and started a tool. Instead
+the target runs under ``ptrace`` with a seccomp filter that traps only the
+system calls that can make or follow a durable write (``write`` family at
+entry, ``fsync``/``fdatasync`` at exit, process creation and ``exit_group``).
+At each trap the trapping process is stopped, the log is judged, and the
+kill (or a pause) happens before the next byte is written. The target needs no
+cooperation: a Go or Node agent is stopped the same way.
+
+ptrace requests must come from the thread that started the tracee, so each
+traced process owns a thread that spawns it and runs the wait loop. Where
+ptrace or seccomp is unavailable, ``Launch`` falls back to polling the log,
+and says so: kills are then reported as possibly late.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+import signal
+import struct
+import subprocess
+from collections.abc import Callable
+
+PTRACE_TRACEME, PTRACE_CONT, PTRACE_SYSCALL = 0, 7, 24
+PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG = 0x4200, 0x4201
+OPTIONS = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x80 | 0x100000  # SYSGOOD FORK VFORK CLONE EXEC SECCOMP EXITKILL
+EVENT_FORK, EVENT_VFORK, EVENT_CLONE, EVENT_SECCOMP = 1, 2, 3, 7
+WALL, WNOTHREAD = 0x40000000, 0x20000000
+WRITE, SYNC, EXIT = 1, 2, 3  # seccomp return data: which kind of call trapped
+
+# (audit arch, {syscall number: tag}) for the architectures chaos knows.
+SYSCALLS = {
+    "x86_64": (
+        0xC000003E,
+        {1: WRITE, 18: WRITE, 20: WRITE, 296: WRITE, 328: WRITE, 74: SYNC, 75: SYNC, 277: SYNC, 231: EXIT},
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {64: WRITE, 66: WRITE, 68: WRITE, 70: WRITE, 287: WRITE, 82: SYNC, 83: SYNC, 84: SYNC, 94: EXIT},
+    ),
+}
+
+Check = Callable[[], bool]  # called with every process of the target stopped; True: stop it for good
+
+
+def _filter_program(arch: int, calls: dict[int, int]) -> bytes:
+    """A classic-BPF seccomp program: trace the listed calls (tagged), allow everything else."""
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, trace = 0x7FFF0000, 0x7FF00000
+    program = [(ld, 0, 0, 4), (jeq, 0, len(calls) * 2 + 1, arch), (ld, 0, 0, 0)]
+    for number, tag in calls.items():
+        program += [(jeq, 0, 1, number), (ret, 0, 0, trace | tag)]
+    program.append((ret, 0, 0, allow))
+    return b"".join(struct.pack("HBBI", *insn) for insn in program)
+
+
+class _Seccomp:
+    """Everything the forked child needs, built before the fork so the child only makes three calls."""
+
+    def __init__(self) -> None:
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        self.libc.ptrace.restype = ctypes.c_long
+        arch, calls = SYSCALLS[platform.machine()]
+        code = _filter_program(arch, calls)
+        self.code = ctypes.create_string_buffer(code, len(code))
+        self.prog = struct.pack("HxxxxxxQ", len(code) // 8, ctypes.addressof(self.code))
+        self.prog_buf = ctypes.create_string_buffer(self.prog, len(self.prog))
+
+    def child(self) -> None:
+        if self.libc.ptrace(PTRACE_TRACEME, 0, None, None) != 0:
+            os._exit(126)
+        if self.libc.prctl(38, 1, 0, 0, 0) != 0 or self.libc.prctl(22, 2, self.prog_buf, 0, 0) != 0:
+            os._exit(126)
+
+    def request(self, op: int, pid: int, data: int = 0) -> int:
+        return self.libc.ptrace(op, pid, None, ctypes.c_void_p(data))
+
+    def event_message(self, pid: int) -> int:
+        value = ctypes.c_ulong()
+        self.libc.ptrace(PTRACE_GETEVENTMSG, pid, None, ctypes.byref(value))
+        return value.value
+
+
+_SECCOMP: _Seccomp | None = None
+
+
+def exact_kills_available() -> bool:
+    """ptrace and seccomp work here (Linux on x86_64 or aarch64, tracing allowed)."""
+    global _SECCOMP
+    if _SECCOMP is None and platform.system() == "Linux" and platform.machine() in SYSCALLS:
+        with contextlib.suppress(OSError):
+            _SECCOMP = _Seccomp()
+    return _SECCOMP is not None and os.environ.get("CHAOS_NO_PTRACE") != "1"
+
+
+def trace(
+    proc: subprocess.Popen[bytes],
+    on_trap: Callable[[int], None],
+    on_new: Callable[[int], None],
+    on_exit: Callable[[int], None],
+) -> None:
+    """Run the wait loop of a tracee started with ``SECCOMP.child``, until every traced process is gone.
+
+    ``on_trap`` runs with the trapping process stopped (the whole target is
+    frozen for what matters: it cannot write another byte); ``on_new`` is told
+    of every process the target creates, ``on_exit`` of the root's exit status.
+    """
+    assert _SECCOMP is not None
+    tracer = _SECCOMP
+    root = proc.pid
+    _, status = os.waitpid(root, WALL)
+    if not os.WIFSTOPPED(status):
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        on_exit(proc.returncode)
+        return
+    tracer.request(PTRACE_SETOPTIONS, root, OPTIONS)
+    tracer.request(PTRACE_CONT, root)
+    live = {root}
+    fresh: set[int] = set()  # announced by a fork event, initial SIGSTOP not yet seen
+    while live:
+        try:
+            pid, status = os.waitpid(-1, WALL | WNOTHREAD)
+        except ChildProcessError:
+            break
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            live.discard(pid)
+            if pid == root:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                on_exit(proc.returncode)
+            continue
+        if not os.WIFSTOPPED(status):
+            continue
+        sig, event = os.WSTOPSIG(status), status >> 16
+        resume, deliver = PTRACE_CONT, 0
+        if pid not in live:
+            live.add(pid)
+            on_new(pid)
+            if sig == signal.SIGSTOP:
+                sig = 0
+        if sig == signal.SIGTRAP and event in (EVENT_FORK, EVENT_VFORK, EVENT_CLONE):
+            child = tracer.event_message(pid)
+            if child not in live:
+                live.add(child)
+                fresh.add(child)
+                on_new(child)
+            on_trap(pid)
+        elif sig == signal.SIGTRAP and event == EVENT_SECCOMP:
+            if tracer.event_message(pid) == SYNC:
+                resume = PTRACE_SYSCALL  # judge when the sync returns: the write is then durable
+            else:
+                on_trap(pid)
+        elif sig == signal.SIGTRAP | 0x80:
+            on_trap(pid)
+        elif sig == signal.SIGSTOP and pid in fresh:
+            fresh.discard(pid)
+        elif not (sig == signal.SIGTRAP and event):  # exec and other events carry no signal
+            deliver = sig
+        tracer.request(resume, pid, deliver)
+
+
+def child_setup() -> Callable[[], None]:
+    assert _SECCOMP is not None
+    return _SECCOMP.child
