@@ -41,6 +41,7 @@ class Evidence:
     current: dict[str, Any] | None
     ledger: list[dict[str, Any]]
     attempts_per_step: dict[str, int]
+    setup: Phase | None = None  # the clean run before a compaction scenario's crash
 
 
 def _reduced(data: bytes) -> Reducer:
@@ -69,11 +70,13 @@ def _plan(data: bytes, current: dict[str, Any] | None) -> dict[str, Any] | None:
     return plan_recovery(reducer.state, current)
 
 
-def _subset(expected: dict[str, Any], got: dict[str, Any]) -> bool:
-    return all(
-        _subset(value, got.get(key, {})) if isinstance(value, dict) else got.get(key) == value
-        for key, value in expected.items()
-    )
+def _subset(expected: Any, got: Any) -> bool:
+    """``got`` has every field ``expected`` names (recursively; lists item by item, same length)."""
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and all(_subset(v, got.get(k)) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(got, list) and len(got) == len(expected) and all(map(_subset, expected, got))
+    return expected == got
 
 
 def _ending(ev: Evidence) -> tuple[Phase, bytes]:
@@ -210,7 +213,7 @@ def check_effects(ev: Evidence) -> list[Check]:
 
 
 def check_processes(ev: Evidence) -> list[Check]:
-    phases = [ev.start, *ev.resumes]
+    phases = [*([ev.setup] if ev.setup else []), ev.start, *ev.resumes]
     again = ev.resumes[-1] if ev.resumes and ev.resumes[-1].name == "resume-again" else None
     checks = []
     if again is not None:

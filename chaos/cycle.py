@@ -22,8 +22,8 @@ import orjson
 from chaos import __version__
 from chaos.check import Check, Evidence, check_all
 from chaos.contract import Reducer, plan_recovery
-from chaos.resume import Recovery, current_of, recover, resume_configuration
-from chaos.run import Phase, run_phase
+from chaos.resume import Recovery, current_of, recover, resume_configuration, session_id
+from chaos.run import Phase, TargetUnusable, run_phase
 from chaos.scenario import Scenario
 from chaos.spec import SpecError
 from chaos.target import Target, find_target
@@ -65,7 +65,7 @@ class Verdict:
         return shlex.join(argv)
 
     def to_json(self) -> dict[str, Any]:
-        start = self.phases[0] if self.phases else None
+        start = next((p for p in self.phases if p.name == "start"), None)
         return {
             "chaosVersion": __version__,
             "case": self.case,
@@ -144,6 +144,12 @@ def run_case(
     world = build_world(scenario, target, verdict.extra_env)
     try:
         argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
+        if scenario.operation == "compaction":
+            setup, log = run_phase(world, "setup", argv, scenario.start, None, limit, folder)
+            verdict.phases.append(setup)
+            if target.compact is None:
+                raise TargetUnusable(f"{target.path}: has no compact command, needed by {scenario.path}")
+            argv = world.argv(target.compact, scenario.start, session_id=session_id(log))
         start, prefix = run_phase(
             world, "start", argv, scenario.start, scenario.crash, limit, folder, "prefix.jsonl"
         )
@@ -175,6 +181,7 @@ def run_case(
                 current,
                 ledger,
                 world.server.attempts_per_step(),
+                verdict.phases[0] if verdict.phases[0] is not start else None,
             )
         )
     finally:
@@ -198,7 +205,7 @@ def render(verdict: Verdict) -> str:
         else:
             appended = phase.log_after - phase.log_before
             ended = (
-                f"{phase.outcome} (exit {phase.returncode})"
+                f"{phase.outcome or 'ended'} (exit {phase.returncode})"
                 if not phase.timed_out
                 else "killed at the timeout"
             )

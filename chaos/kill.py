@@ -106,8 +106,10 @@ def signal_tree(root: int, known: Iterable[int]) -> KillReport:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(root, signal.SIGKILL)
     for pid in sorted(pids):
+        if not alive(pid):
+            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            if pid != root and alive(pid) and os.getpgid(pid) != root:
+            if pid != root and os.getpgid(pid) != root:
                 report.escaped_group.append(pid)
             os.kill(pid, signal.SIGKILL)
             report.killed.append(pid)

@@ -42,6 +42,8 @@ class Launch:
     stderr: Path
     check: Callable[[], bool] | None = None
     stop_signal: int = signal.SIGKILL
+    tear: Callable[[], Path | None] | None = None  # the log, to tear its next write at the boundary
+    torn: bool = False  # a write to the log was cut short before the kill
     exact: bool = field(default_factory=trace.exact_kills_available)
     pid: int = 0
     returncode: int | None = None
@@ -51,6 +53,7 @@ class Launch:
     _exited: threading.Event = field(default_factory=threading.Event)
     _gone: threading.Event = field(default_factory=threading.Event)
     _error: BaseException | None = None
+    _tearing: bool = False
 
     def __post_init__(self) -> None:
         program = shutil.which(self.argv[0], path=self.env.get("PATH"))
@@ -93,7 +96,7 @@ class Launch:
                 trace.trace(proc, self._trap, self.pids.add, self._exit)
             else:
                 while proc.poll() is None:
-                    self._trap(proc.pid)
+                    self._trap(proc.pid, 0)
                     time.sleep(0.002)
                 self._exit(proc.returncode)
         finally:
@@ -104,9 +107,35 @@ class Launch:
         self.returncode = returncode
         self._exited.set()
 
-    def _trap(self, pid: int) -> None:
-        if self.check is not None and not self.stopped and self.check():
+    def _trap(self, pid: int, tag: int) -> bool:
+        """Judge the log at a trap; True asks the tracer to stop again when the trapped call returns."""
+        if self.stopped:
+            return False
+        if self._tearing:
+            return self._tear(pid, tag)
+        if self.check is None or not self.check():
+            return False
+        if self.tear is None or not self.exact:
             self.stop()
+            return False
+        self._tearing = True
+        return self._tear(pid, tag)
+
+    def _tear(self, pid: int, tag: int) -> bool:
+        """Let the next write to the log through half-done, then kill: a real torn tail."""
+        if tag == trace.AFTER:
+            self.torn = True
+            self.stop()
+            return False
+        log = self.tear() if self.tear else None
+        if tag == trace.WRITE and log is not None:
+            path, count = trace.written_file(pid)
+            if path == str(log) and count > 1:
+                trace.shorten_write(pid, count // 2)
+                return True
+        if tag == trace.EXIT:
+            self.stop()  # the target is ending with no later write to tear
+        return False
 
     def stop(self) -> None:
         """Stop the target now: SIGKILL its whole tree, or deliver ``stop_signal`` to the root."""
@@ -153,6 +182,7 @@ class Phase:
     reached: bool | None = None
     late_facts: int | None = None
     exact: bool | None = None
+    torn: bool = False  # the crash left a torn tail (the next write cut short)
     mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
     kill: KillReport = field(default_factory=KillReport)
     log_before: int = 0  # committed bytes when the phase started
@@ -171,6 +201,7 @@ class Phase:
             "lateFacts": self.late_facts,
             "exact": self.exact,
             "mechanism": self.mechanism,
+            "torn": self.torn,
             "killed": self.kill.killed,
             "escapedGroup": self.kill.escaped_group,
             "outlived": self.kill.outlived,
@@ -215,6 +246,7 @@ def run_phase(
         out / f"{name}.stderr",
         check=trigger.reached if trigger and trigger.durable else None,
         stop_signal=signal.SIGINT if crash and crash.signal == "SIGINT" else signal.SIGKILL,
+        tear=world.log_path if crash and crash.torn else None,
     )
     deadline = started + timeout
     if trigger and not trigger.durable:
@@ -238,6 +270,7 @@ def run_phase(
         phase.reached = launch.stopped
         phase.late_facts = trigger.late_facts() if launch.stopped else None
         phase.exact = launch.stopped and phase.late_facts == 0
+        phase.torn = launch.torn
         phase.mechanism = ("ptrace" if launch.exact else "poll") if trigger.durable else "world"
         trigger.disarm()
     return phase, data

@@ -33,9 +33,12 @@ class Crash:
 
     boundary: Boundary
     signal: str = "SIGKILL"
+    torn: bool = False  # let the next write to the log happen half-way before the kill
 
     def __str__(self) -> str:
-        return str(self.boundary) if self.signal == "SIGKILL" else f"{self.boundary} ({self.signal})"
+        extra = [self.signal] if self.signal != "SIGKILL" else []
+        extra += ["torn tail"] if self.torn else []
+        return f"{self.boundary} ({', '.join(extra)})" if extra else str(self.boundary)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class Scenario:
     start: Configuration
     change: Configuration
     expect: Expect
+    operation: str = "run"  # or "compaction": run the prompt to its end, then crash the target's compact
     timeout: float = 60.0
 
     def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
@@ -102,9 +106,12 @@ def _crash(table: Table) -> Crash | None:
         where = {**where, "effect": effect}
     nth = table.take("nth", int, 1)
     signal = table.choice("signal", SIGNALS, "SIGKILL")
+    torn = table.take("torn", bool, False)
+    if torn and signal != "SIGKILL":
+        table.fail("torn", "a torn tail comes from a SIGKILL mid-write; drop signal or torn")
     table.done()
     try:
-        return Crash(Boundary(at, where, nth), signal)
+        return Crash(Boundary(at, where, nth), signal, torn)
     except ValueError as err:
         table.fail("at", str(err))
     raise AssertionError("unreachable")
@@ -197,6 +204,7 @@ def load_scenario(path: Path) -> Scenario:
         start=_configuration(top.table("configuration")),
         change=_configuration(top.table("change")),
         expect=_expect(top.table("expect")),
+        operation=top.choice("operation", ("run", "compaction"), "run"),
         timeout=float(top.take("timeout", (int, float), 60.0)),
     )
     top.done()

@@ -53,6 +53,7 @@ class Target:
     exit_codes: dict[str, int]
     configuration_command: list[str] | None  # None: derive from the log and ``tools``
     tools: list[ToolDeclaration]
+    compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -83,7 +84,12 @@ def load_target(path: Path) -> Target:
     common = set(PLACEHOLDERS) - {"prompt", "session_id"}
     start = top.strings("start")
     resume = top.strings("resume")
-    for key, argv, extra in (("start", start, {"prompt"}), ("resume", resume, {"session_id"})):
+    compact = top.strings("compact", None)
+    for key, argv, extra in (
+        ("start", start, {"prompt"}),
+        ("resume", resume, {"session_id"}),
+        ("compact", compact or ["-"], {"session_id"}),
+    ):
         if not argv:
             top.fail(key, "must name a program to run")
         for part in argv:
@@ -129,6 +135,7 @@ def load_target(path: Path) -> Target:
         exit_codes=codes,
         configuration_command=command,
         tools=tools,
+        compact=compact,
     )
     top.take("description", str, "")
     top.done()

@@ -31,20 +31,24 @@ PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG = 0x4200, 0x4201
 OPTIONS = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x80 | 0x100000  # SYSGOOD FORK VFORK CLONE EXEC SECCOMP EXITKILL
 EVENT_FORK, EVENT_VFORK, EVENT_CLONE, EVENT_SECCOMP = 1, 2, 3, 7
 WALL, WNOTHREAD = 0x40000000, 0x20000000
-WRITE, SYNC, EXIT = 1, 2, 3  # seccomp return data: which kind of call trapped
+# Seccomp return data, telling which kind of call trapped; AFTER marks a syscall-exit stop we asked for.
+WRITE, SYNC, EXIT, WRITEV, AFTER = 1, 2, 3, 4, 5
+PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 
-# (audit arch, {syscall number: tag}) for the architectures chaos knows.
+# (audit arch, {syscall number: tag}) for the architectures chaos knows; ARGS: register slots of the
+# first and third syscall argument (fd and count) in the NT_PRSTATUS register set.
 SYSCALLS = {
     "x86_64": (
         0xC000003E,
-        {1: WRITE, 18: WRITE, 20: WRITE, 296: WRITE, 328: WRITE, 74: SYNC, 75: SYNC, 277: SYNC, 231: EXIT},
+        {1: WRITE, 18: WRITE, 20: WRITEV, 296: WRITEV, 328: WRITEV, 74: SYNC, 75: SYNC, 277: SYNC, 231: EXIT},
     ),
     "aarch64": (
         0xC00000B7,
-        {64: WRITE, 66: WRITE, 68: WRITE, 70: WRITE, 287: WRITE, 82: SYNC, 83: SYNC, 84: SYNC, 94: EXIT},
+        {64: WRITE, 66: WRITEV, 68: WRITE, 70: WRITEV, 287: WRITEV, 82: SYNC, 83: SYNC, 84: SYNC, 94: EXIT},
     ),
 }
 
+ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
 Check = Callable[[], bool]  # called with every process of the target stopped; True: stop it for good
 
 
@@ -81,6 +85,16 @@ class _Seccomp:
     def request(self, op: int, pid: int, data: int = 0) -> int:
         return self.libc.ptrace(op, pid, None, ctypes.c_void_p(data))
 
+    def registers(self, pid: int) -> ctypes.Array[ctypes.c_ulong]:
+        regs = (ctypes.c_ulong * 34)()
+        iov = (ctypes.c_void_p * 2)(ctypes.addressof(regs), ctypes.sizeof(regs))
+        self.libc.ptrace(PTRACE_GETREGSET, pid, ctypes.c_void_p(NT_PRSTATUS), iov)
+        return regs
+
+    def set_registers(self, pid: int, regs: ctypes.Array[ctypes.c_ulong]) -> None:
+        iov = (ctypes.c_void_p * 2)(ctypes.addressof(regs), ctypes.sizeof(regs))
+        self.libc.ptrace(PTRACE_SETREGSET, pid, ctypes.c_void_p(NT_PRSTATUS), iov)
+
     def event_message(self, pid: int) -> int:
         value = ctypes.c_ulong()
         self.libc.ptrace(PTRACE_GETEVENTMSG, pid, None, ctypes.byref(value))
@@ -101,14 +115,15 @@ def exact_kills_available() -> bool:
 
 def trace(
     proc: subprocess.Popen[bytes],
-    on_trap: Callable[[int], None],
+    on_trap: Callable[[int, int], bool],
     on_new: Callable[[int], None],
     on_exit: Callable[[int], None],
 ) -> None:
     """Run the wait loop of a tracee started with ``SECCOMP.child``, until every traced process is gone.
 
-    ``on_trap`` runs with the trapping process stopped (the whole target is
-    frozen for what matters: it cannot write another byte); ``on_new`` is told
+    ``on_trap(pid, tag)`` runs with the trapping process stopped before it can
+    write another byte; returning True asks for one more stop (tag AFTER) when
+    the trapped call returns. ``on_new`` is told
     of every process the target creates, ``on_exit`` of the root's exit status.
     """
     assert _SECCOMP is not None
@@ -123,6 +138,7 @@ def trace(
     tracer.request(PTRACE_CONT, root)
     live = {root}
     fresh: set[int] = set()  # announced by a fork event, initial SIGSTOP not yet seen
+    exits: dict[int, int] = {}  # pid -> tag of the trapped call whose return we wait for
     while live:
         try:
             pid, status = os.waitpid(-1, WALL | WNOTHREAD)
@@ -149,19 +165,41 @@ def trace(
                 live.add(child)
                 fresh.add(child)
                 on_new(child)
-            on_trap(pid)
+            on_trap(pid, 0)
         elif sig == signal.SIGTRAP and event == EVENT_SECCOMP:
-            if tracer.event_message(pid) == SYNC:
-                resume = PTRACE_SYSCALL  # judge when the sync returns: the write is then durable
-            else:
-                on_trap(pid)
+            tag = tracer.event_message(pid)
+            if tag == SYNC or on_trap(pid, tag):
+                exits[pid] = tag  # a sync is judged when it returns: the write is then durable
+                resume = PTRACE_SYSCALL
         elif sig == signal.SIGTRAP | 0x80:
-            on_trap(pid)
+            tag = exits.pop(pid, AFTER)
+            on_trap(pid, AFTER if tag != SYNC else SYNC)
         elif sig == signal.SIGSTOP and pid in fresh:
             fresh.discard(pid)
         elif not (sig == signal.SIGTRAP and event):  # exec and other events carry no signal
             deliver = sig
         tracer.request(resume, pid, deliver)
+
+
+def written_file(pid: int) -> tuple[str, int]:
+    """At a WRITE trap: the path of the file being written and the byte count asked for."""
+    assert _SECCOMP is not None
+    fd_slot, count_slot = ARGS[platform.machine()]
+    regs = _SECCOMP.registers(pid)
+    try:
+        path = os.readlink(f"/proc/{pid}/fd/{regs[fd_slot]}")
+    except OSError:
+        path = ""
+    return path, regs[count_slot]
+
+
+def shorten_write(pid: int, count: int) -> None:
+    """At a WRITE trap: make the call write only ``count`` bytes (a real torn write by the target)."""
+    assert _SECCOMP is not None
+    _, count_slot = ARGS[platform.machine()]
+    regs = _SECCOMP.registers(pid)
+    regs[count_slot] = count
+    _SECCOMP.set_registers(pid, regs)
 
 
 def child_setup() -> Callable[[], None]:
