@@ -98,9 +98,13 @@ def load_case(path: str, target_name: str | None) -> tuple[Scenario, Target]:
     """A scenario and its target (``--target`` wins over the scenario's own), or a UsageError."""
     try:
         scenario = load_scenario(Path(path))
-        target = load_target(find_target(target_name or scenario.target, Path(path)))
     except SpecError as err:
         raise UsageError(str(err)) from None
+    try:
+        target = load_target(find_target(target_name or scenario.target, Path(path)))
+    except SpecError as err:
+        where = "--target" if target_name else f"{path}: target"
+        raise UsageError(f"{where}: {err}") from None
     return scenario, target
 
 

@@ -89,7 +89,9 @@ class Verdict:
 def _target_ref(target: Target) -> str:
     """The target's name when ``--target NAME`` finds it, else its spec path."""
     try:
-        return target.name if find_target(target.name).resolve() == target.path.resolve() else str(target.path)
+        return (
+            target.name if find_target(target.name).resolve() == target.path.resolve() else str(target.path)
+        )
     except SpecError:
         return str(target.path)
 

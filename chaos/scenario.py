@@ -69,10 +69,19 @@ class Configuration:
 
 @dataclass(frozen=True)
 class Expect:
+    """What recovery must end in. ``derived``: nobody wrote it down, the oracle says it.
+
+    A scenario's hand-written expectations belong to its own crash; crashing
+    it elsewhere (``--kill-at``, a sweep) derives the outcome from the oracle's
+    reading of the final log instead (blocked with the planner's reason, or the
+    operation's recorded outcome), and drops plan and effect counts.
+    """
+
     outcome: str = "completed"
     reason: str | None = None  # the blocked reason
     plan: dict[str, Any] | None = None  # fields the oracle's plan for the crash prefix must have
     effects: dict[str, int] = field(default_factory=dict)  # effect name -> count of runs at the end
+    derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,10 @@ class Scenario:
     timeout: float = 60.0
 
     def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
-        return replace(self, crash=crash, then_crash=then_crash)
+        """The same world crashed elsewhere; expectations become derived unless the crashes are the scenario's."""
+        if (crash, then_crash) == (self.crash, self.then_crash):
+            return self
+        return replace(self, crash=crash, then_crash=then_crash, expect=Expect(derived=True))
 
 
 def _crash(table: Table) -> Crash | None:

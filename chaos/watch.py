@@ -91,8 +91,10 @@ class Boundary:
             body = fact["entry"]
             message = body.get("message", {})
             name = "entry:" + (body.get("stopReason") or message.get("role") or body["type"])
-        else:
+        elif fact["kind"] == "usage":
             body, name = fact, "usage"
+        else:
+            return False  # the header
         return name == self.what and all(body.get(k) == v for k, v in self.where.items())
 
     def __str__(self) -> str:
@@ -106,7 +108,9 @@ class Watch:
 
     Counting stops at the first line the reducer rejects (kept in ``error``): a fact
     after corruption is not a durable boundary. ``after`` counts the committed
-    facts that follow the n-th match: 0 means the target stopped exactly there.
+    facts of the transactions after the one holding the n-th match: 0 means the
+    target stopped exactly there (a transaction is atomic, so its other facts
+    land with it).
     """
 
     log_glob: str
@@ -159,9 +163,9 @@ class Watch:
             except ContractError as err:
                 self.error = err
                 break
-            for fact in facts_of(orjson.loads(line)):
-                if self.seen >= self.boundary.nth:
-                    self.after += 1
-                elif isinstance(fact, dict) and "seq" in fact and self.boundary.matches(fact):
-                    self.seen += 1
+            facts = facts_of(orjson.loads(line))
+            if self.seen >= self.boundary.nth:
+                self.after += len(facts)
+                continue
+            self.seen += sum(1 for fact in facts if self.boundary.matches(fact))
         return self.seen >= self.boundary.nth

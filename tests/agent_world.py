@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from chaos.contract import Reducer
-from chaos.run import Exit, finish, start
 from chaos.world import ModelServer, Sandbox, Turn, WorkspaceFile, make_sandbox
 from chaos.world.ledger import read_ledger
 
@@ -19,6 +21,45 @@ AGENT = [sys.executable, "-m", "targets.reference"]
 DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
 FILES = {"README.md": WorkspaceFile("hello from the workspace\n"), "deploy.sh": DEPLOY}
 SESSIONS = ".tiny-agent/sessions"
+
+
+@dataclass
+class Exit:
+    returncode: int | None  # None: killed at the timeout
+    stdout: str
+    stderr: str
+
+
+def start(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The agent as a plain child (no chaos run stage): these tests drive the agent directly."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def finish(proc: subprocess.Popen[bytes], timeout: float) -> Exit:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        for child in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
+            child.kill()
+        out, err = proc.communicate()
+        code = None
+    return Exit(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def live_descendants(pid: int) -> list[int]:
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 @dataclass

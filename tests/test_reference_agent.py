@@ -9,22 +9,15 @@ import time
 import orjson
 
 from chaos.contract import SYNTHETIC_CONTENT, reduce
-from chaos.kill import live_descendants
-from chaos.run import finish, start
+from chaos.contract.framing import committed_facts
 from chaos.world import Turn
-from tests.agent_world import AGENT, FULL_SCRIPT, bash, world
-
-
-def _facts(data: bytes) -> list[dict]:
-    out = []
-    for line in data.splitlines()[1:]:
-        value = orjson.loads(line)
-        out += value if isinstance(value, list) else [value]
-    return out
+from tests.agent_world import AGENT, FULL_SCRIPT, bash, finish, live_descendants, start, world
 
 
 def _records(data: bytes, kind: str) -> list[dict]:
-    return [f["record"] for f in _facts(data) if f["kind"] == "record" and f["record"]["type"] == kind]
+    return [
+        f["record"] for f in committed_facts(data) if f["kind"] == "record" and f["record"]["type"] == kind
+    ]
 
 
 def test_full_run_with_every_tool_completes_and_reduces_to_idle() -> None:
