@@ -249,15 +249,17 @@ def run_phase(
         tear=world.log_path if crash and crash.torn else None,
     )
     deadline = started + timeout
-    if trigger and not trigger.durable:
-        while launch.running and time.monotonic() < deadline:
-            if trigger.reached():
-                launch.stop()
-                break
-            time.sleep(0.002)
-    exited = launch.wait(max(0.0, deadline - time.monotonic()))
+    try:
+        if trigger and not trigger.durable:
+            while launch.running and time.monotonic() < deadline:
+                if trigger.reached():
+                    launch.stop()
+                    break
+                time.sleep(0.002)
+        exited = launch.wait(max(0.0, deadline - time.monotonic()))
+    finally:  # also when chaos itself is interrupted: the target never outlives the phase
+        phase.kill = launch.finish()
     phase.timed_out = not exited
-    phase.kill = launch.finish()
     phase.seconds = time.monotonic() - started
     path = world.log_path()
     data = path.read_bytes() if path else b""
