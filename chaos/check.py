@@ -121,7 +121,9 @@ def _oracle_outcome(final: bytes, current: dict[str, Any] | None) -> tuple[str |
     finished = [
         f["record"] for f in committed_facts(final) if f.get("record", {}).get("type") == "operationFinished"
     ]
-    return (finished[-1]["outcome"] if finished else None), None
+    if finished:
+        return finished[-1]["outcome"], None
+    return (plan["outcome"] if plan["type"] == "finish" else None), None  # nothing was ever accepted
 
 
 def check_recovery(ev: Evidence) -> list[Check]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,8 +18,8 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import FramingError, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.cycle import render, run_case
-from chaos.run import TargetUnusable
-from chaos.scenario import Crash, Scenario, load_scenario
+from chaos.run import Interrupted, TargetUnusable
+from chaos.scenario import Crash, Scenario, load_scenario, scenario_files
 from chaos.spec import SpecError
 from chaos.target import REPO, Target, find_target, load_target
 from chaos.watch import Boundary
@@ -131,6 +134,105 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if verdict.ok else 1
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, sep, count = text.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return int(index), int(count)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from chaos.mine import Miner
+    from chaos.oracle import OtherOracle
+    from chaos.report import summarize, write_junit, write_summary
+    from chaos.sweep import Sweep, run_sweep
+
+    try:
+        paths = scenario_files([Path(p) for p in args.scenarios or ["scenarios"]])
+    except SpecError as err:
+        raise UsageError(str(err)) from None
+    cases = [load_case(str(p), args.target) for p in paths]
+    if not cases:
+        raise UsageError(f"no scenario files in {' '.join(args.scenarios or ['scenarios'])}")
+    targets = {scenario.path: target for scenario, target in cases}
+    results = Path(args.results or "results/sweep")
+    sweep = Sweep(
+        results,
+        _key_values(args.target_env),
+        jobs=args.jobs,
+        depth=args.depth,
+        budget=args.budget,
+        shard=_shard(args.shard),
+        keep_all=args.keep_all,
+        resume=args.resume,
+        timeout=args.timeout,
+    )
+    miner = Miner(Path(args.mine)) if args.mine != "none" else None
+    if miner is not None:
+        sweep.hooks.append(miner.mine)
+    sweep.hooks += [OtherOracle(command).check for command in args.oracle]
+    interrupted = False
+    try:
+        run_sweep(sweep, [scenario for scenario, _ in cases], lambda s: targets[s.path])
+    except (KeyboardInterrupt, Interrupted):
+        interrupted = True
+    except TargetUnusable as err:
+        raise UsageError(str(err)) from None
+    entries = sweep.reported()
+    summary = summarize(entries, sweep.skipped, time.monotonic() - sweep.started)
+    write_summary(results / "summary.json", summary)
+    if args.junit:
+        write_junit(Path(args.junit), entries)
+    print(render_summary(summary, miner.saved if miner else None))
+    if interrupted:
+        print(f"chaos sweep: interrupted; finished verdicts are in {sweep.journal}; rerun with --resume")
+        return 130
+    return 1 if summary["findings"] else 0
+
+
+def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
+    lines = [
+        f"chaos sweep: {summary['cases']} case(s), {summary['findings']} finding(s) in {summary['seconds']:.1f}s",
+        f"  kill precision: {summary['exact']}/{summary['reached']} crashes landed exactly at their boundary",
+    ]
+    if summary["skipped"]:
+        lines.append(f"  {len(summary['skipped'])} case(s) not run: the budget ran out")
+    if mined is not None:
+        lines.append(f"  mined {len(mined)} new fixture(s)" + (f": {', '.join(mined)}" if mined else ""))
+    for failure in summary["failures"]:
+        check = failure["failed"][0]
+        lines.append(
+            f"  ✗ {failure['case']}: {check['name']}: expected {check['expected']}, got {check['got']}"
+        )
+        lines.append(f"      reproduce: {failure['reproduce']}")
+    return "\n".join(lines)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from chaos.report import read_journal, summarize, write_junit, write_summary
+
+    entries: dict[str, dict[str, Any]] = {}
+    for folder in args.folders:
+        journal = Path(folder) / "sweep.jsonl"
+        if not journal.exists():
+            raise UsageError(f"{folder}: no sweep.jsonl here; give the --results folders of chaos sweep")
+        for entry in read_journal(journal):
+            if entry.get("reported", True):
+                entries[entry["case"]] = entry
+    values = list(entries.values())
+    summary = summarize(values, [], sum(e.get("seconds", 0.0) for e in values))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_summary(out / "summary.json", summary)
+    with (out / "sweep.jsonl").open("wb") as journal:
+        for entry in values:
+            journal.write(orjson.dumps(entry) + b"\n")
+    if args.junit:
+        write_junit(Path(args.junit), values)
+    print(render_summary(summary, None))
+    return 1 if summary["findings"] else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
         str(DEMO),
@@ -171,14 +273,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="seconds per phase (default: the scenario's, 60)")
     _common(p)
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser(
+        "sweep", help="crash every scenario at every boundary; JUnit, mining; exit 1 on findings"
+    )
+    p.add_argument("scenarios", nargs="*", metavar="SCENARIO_OR_DIR", help="default: scenarios/")
+    p.add_argument("--target", help="run every scenario against this target")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="cases in parallel (isolated worlds)")
+    p.add_argument("--depth", type=int, choices=(1, 2), default=1, help="2: also crash each recovery")
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="start no case after this long")
+    p.add_argument("--shard", default="1/1", metavar="K/N", help="run the K-th of N deterministic shares")
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    p.add_argument("--mine", default="results/fixtures", metavar="DIR", help="fixture corpus ('none': off)")
+    p.add_argument("--oracle", action="append", default=[], metavar="CMD", help="another reducer to compare")
+    p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
+    p.add_argument("--timeout", type=float, help="seconds per phase")
+    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--results", metavar="DIR", help="default: results/sweep")
+    p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("merge", help="combine the result folders of sharded sweeps into one summary")
+    p.add_argument("folders", nargs="+", metavar="RESULTS_DIR")
+    p.add_argument("--out", default="results/merged", metavar="DIR")
+    p.add_argument("--junit", metavar="FILE")
+    p.set_defaults(func=cmd_merge)
     p = sub.add_parser("demo", help=f"chaos run {DEMO.relative_to(REPO)}: the contract's section-8 crash")
     _common(p)
     p.set_defaults(func=cmd_demo)
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
         return args.func(args)
     except UsageError as err:

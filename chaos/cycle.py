@@ -189,9 +189,13 @@ def run_case(
     finally:
         world.close()
     verdict.seconds = time.monotonic() - began
-    _dump(folder / "verdict.json", verdict.to_json())
-    (folder / "reproduce").write_text(verdict.reproduce() + "\n")
+    save_verdict(verdict)
     return verdict
+
+
+def save_verdict(verdict: Verdict) -> None:
+    _dump(verdict.folder / "verdict.json", verdict.to_json())
+    (verdict.folder / "reproduce").write_text(verdict.reproduce() + "\n")
 
 
 def render(verdict: Verdict) -> str:

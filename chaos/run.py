@@ -25,6 +25,13 @@ from chaos import trace
 from chaos.kill import KillReport, Trigger, alive, signal_tree, wait_gone
 from chaos.scenario import Configuration, Crash
 from chaos.world.build import World
+from chaos.world.ledger import read_ledger
+
+ABORT = threading.Event()  # set when chaos itself is interrupted: every phase stops and kills its target
+
+
+class Interrupted(Exception):
+    """chaos was interrupted (Ctrl-C, SIGTERM) while a phase ran; its target has been killed."""
 
 
 class TargetUnusable(Exception):
@@ -187,6 +194,8 @@ class Phase:
     kill: KillReport = field(default_factory=KillReport)
     log_before: int = 0  # committed bytes when the phase started
     log_after: int = 0
+    requests: int = 0  # model requests the server received during the phase
+    effects: list[str] = field(default_factory=list)  # effects the ledger saw start during the phase
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,7 +217,13 @@ class Phase:
             "survivors": self.kill.survivors,
             "logBefore": self.log_before,
             "logAfter": self.log_after,
+            "requests": self.requests,
+            "effects": self.effects,
         }
+
+
+def _effect_starts(world: World) -> list[str]:
+    return [e["effect"] for e in read_ledger(world.box.ledger) if e["phase"] == "start"]
 
 
 def _committed_length(world: World) -> int:
@@ -235,6 +250,7 @@ def run_phase(
     before holds are released or anything else may touch it.
     """
     phase = Phase(name, argv, str(crash) if crash else None, log_before=_committed_length(world))
+    requests, effects = len(world.server.requests), len(_effect_starts(world))
     trigger = Trigger.arm(world, crash) if crash else None
     env = world.env(config, trigger.gates() if trigger else [])
     started = time.monotonic()
@@ -256,7 +272,11 @@ def run_phase(
                     launch.stop()
                     break
                 time.sleep(0.002)
-        exited = launch.wait(max(0.0, deadline - time.monotonic()))
+        exited = False
+        while not exited and time.monotonic() < deadline:
+            if ABORT.is_set():
+                raise Interrupted(f"interrupted during {name}")
+            exited = launch.wait(min(0.1, max(0.0, deadline - time.monotonic())))
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         phase.kill = launch.finish()
     phase.timed_out = not exited
@@ -265,6 +285,8 @@ def run_phase(
     data = path.read_bytes() if path else b""
     (out / (keep_as or f"{name}.jsonl")).write_bytes(data)
     phase.log_after = len(data)
+    phase.requests = len(world.server.requests) - requests
+    phase.effects = _effect_starts(world)[effects:]
     phase.returncode = None if phase.timed_out else launch.returncode
     crashed = launch.stopped and launch.stop_signal == signal.SIGKILL
     phase.outcome = None if crashed or phase.timed_out else world.target.outcome_of(phase.returncode)

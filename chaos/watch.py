@@ -32,8 +32,38 @@ ENTRIES = ("entry:user", "entry:stop", "entry:toolUse", "entry:length", "entry:t
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
 IN_FLIGHT = ("model-request", "effect-running", "effect-done")
-KINDS = (*RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
+KINDS = ("header", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
+
+
+def kind_of(fact: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A fact's boundary kind and the body its field filters read."""
+    if fact["kind"] == "record":
+        return fact["record"]["type"], fact["record"]
+    if fact["kind"] == "entry":
+        body = fact["entry"]
+        message = body.get("message", {})
+        return "entry:" + (body.get("stopReason") or message.get("role") or body["type"]), body
+    return fact["kind"], fact  # usage, or the header
+
+
+def durable_boundaries(appended: bytes, with_header: bool) -> list[Boundary]:
+    """One boundary per committed transaction of ``appended`` (named by its first fact), in order.
+
+    Counting is per phase, as ``Watch`` counts, so ``appended`` is what one
+    phase wrote; ``with_header`` when that phase created the log.
+    """
+    seen: dict[str, int] = {}
+    out = [Boundary("header")] if with_header else []
+    lines = appended[: appended.rfind(b"\n") + 1].splitlines()
+    for line in lines[1:] if with_header else lines:
+        facts = facts_of(orjson.loads(line))
+        for fact in facts:
+            name = kind_of(fact)[0]
+            seen[name] = seen.get(name, 0) + 1
+            if fact is facts[0]:
+                out.append(Boundary(name, {}, seen[name]))
+    return out
 
 
 def _value(text: str) -> Any:
@@ -46,6 +76,7 @@ class Boundary:
 
     ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
     ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
+    ``header`` (the log exists, no transaction yet),
     or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
     Written as text: ``toolStarted[toolName=bash]#2``.
     """
@@ -84,17 +115,7 @@ class Boundary:
         return self.what in IN_FLIGHT
 
     def matches(self, fact: dict[str, Any]) -> bool:
-        if fact["kind"] == "record":
-            body = fact["record"]
-            name = body["type"]
-        elif fact["kind"] == "entry":
-            body = fact["entry"]
-            message = body.get("message", {})
-            name = "entry:" + (body.get("stopReason") or message.get("role") or body["type"])
-        elif fact["kind"] == "usage":
-            body, name = fact, "usage"
-        else:
-            return False  # the header
+        name, body = kind_of(fact)
         return name == self.what and all(body.get(k) == v for k, v in self.where.items())
 
     def __str__(self) -> str:
