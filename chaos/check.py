@@ -79,13 +79,19 @@ def _subset(expected: Any, got: Any) -> bool:
     return expected == got
 
 
-def _ending(ev: Evidence) -> tuple[Phase, bytes]:
-    """The process whose exit status says how the operation ended, and the log it left."""
+def _final(ev: Evidence) -> bytes:
+    """The log after the last recovery (the idempotence rerun aside)."""
     recoveries = [i for i, p in enumerate(ev.resumes) if p.name != "resume-again"]
-    final = ev.logs[recoveries[-1]] if recoveries else ev.prefix
-    if (ev.scenario.crash and ev.scenario.crash.signal == "SIGINT") or not recoveries:
-        return ev.start, final
-    return ev.resumes[recoveries[-1]], final
+    return ev.logs[recoveries[-1]] if recoveries else ev.prefix
+
+
+def _ending(ev: Evidence) -> tuple[Phase, bytes]:
+    """The process that ended the operation (its exit status tells how), and the log it left."""
+    recoveries = [i for i, p in enumerate(ev.resumes) if p.name != "resume-again"]
+    killed = ev.start.reached and ev.scenario.crash is not None and ev.scenario.crash.signal == "SIGKILL"
+    if not killed or not recoveries:
+        return ev.start, ev.prefix
+    return ev.resumes[recoveries[-1]], ev.logs[recoveries[-1]]
 
 
 def check_crash(ev: Evidence) -> list[Check]:
@@ -110,28 +116,32 @@ def check_crash(ev: Evidence) -> list[Check]:
     return checks
 
 
-def _oracle_outcome(final: bytes, current: dict[str, Any] | None) -> tuple[str | None, str | None]:
-    """How the oracle reads the end of ``final``: blocked (and why), or the last operation's outcome."""
-    reducer = _reduced(final)
+def _finished(log: bytes) -> list[dict[str, Any]]:
+    return [f["record"] for f in committed_facts(log) if f.get("record", {}).get("type") == "operationFinished"]
+
+
+def _oracle_outcome(ending: Phase, log: bytes, current: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """What the ending process must report, as the oracle reads its log: blocked (and why), the
+    outcome of the operation it finished, or completed when there was nothing left to do."""
+    reducer = _reduced(log)
     if reducer.error is not None or reducer.state is None or current is None:
         return None, None
     plan = plan_recovery(reducer.state, current)
     if plan["type"] == "blocked":
         return "blocked", plan["reason"]
-    finished = [
-        f["record"] for f in committed_facts(final) if f.get("record", {}).get("type") == "operationFinished"
-    ]
+    finished = _finished(log)[len(_finished(log[: ending.log_before])) :]
     if finished:
         return finished[-1]["outcome"], None
-    return (plan["outcome"] if plan["type"] == "finish" else None), None  # nothing was ever accepted
+    return (plan["outcome"] if plan["type"] == "finish" else None), None
 
 
 def check_recovery(ev: Evidence) -> list[Check]:
     expect = ev.scenario.expect
-    ending, final = _ending(ev)
+    ending, ended = _ending(ev)
+    final = _final(ev)
     outcome, reason = (expect.outcome, expect.reason)
     if expect.derived:
-        outcome, reason = _oracle_outcome(final, ev.current)
+        outcome, reason = _oracle_outcome(ending, ended, ev.current)
     source = " (as the oracle reads the final log)" if expect.derived else ""
     checks = [
         Check(
@@ -232,7 +242,7 @@ def check_processes(ev: Evidence) -> list[Check]:
     again = ev.resumes[-1] if ev.resumes and ev.resumes[-1].name == "resume-again" else None
     checks = []
     if again is not None:
-        _, before = _ending(ev)
+        before = _final(ev)
         appended = len(ev.logs[-1]) - len(_committed(before))
         checks.append(
             Check(
