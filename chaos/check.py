@@ -173,7 +173,17 @@ def check_recovery(ev: Evidence) -> list[Check]:
         )
     )
     for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
-        if phase.outcome == "blocked":
+        planned = _plan(_committed(before), ev.current) or {}
+        if planned.get("type") == "blocked":
+            checks.append(
+                Check(
+                    f"{phase.name} stopped blocked as the oracle plans",
+                    phase.outcome == "blocked" or phase.reached is True,
+                    f"blocked {planned['reason']}",
+                    f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
+                )
+            )
+        if phase.outcome == "blocked" or planned.get("type") == "blocked":
             appended = len(after) - len(_committed(before))
             checks.append(
                 Check(f"blocked {phase.name} appended nothing", appended == 0, "0 bytes", f"{appended} bytes")

@@ -51,7 +51,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     resolved = file_path.resolve()
     if not any(resolved == root or root in resolved.parents for root in roots):
         return None
-    return ChaosScenario.from_path(parent, path=file_path)
+    return ChaosScenario.from_parent(parent, path=file_path)
 
 
 def _env(config: pytest.Config) -> dict[str, str]:

@@ -30,7 +30,7 @@ from chaos.scenario import Crash, Scenario
 from chaos.target import Target
 from chaos.watch import Boundary, durable_boundaries
 
-KEEP = ("verdict.json", "reproduce", "prefix.jsonl")  # what a passing case keeps without --keep-all
+KEEP = ("verdict.json", "reproduce")  # what a passing case keeps without --keep-all
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,13 @@ class Case:
     target: Target
     crash: Crash | None
     then_crash: Crash | None = None
+    as_written: bool = False  # the scenario's own crash, judged by its hand-written expectations
 
     @property
     def id(self) -> str:
-        then = f" then {self.then_crash.boundary}" if self.then_crash else ""
-        return f"{self.scenario.name} @ {self.crash.boundary if self.crash else 'no crash'}{then}"
+        then = f" then {self.then_crash}" if self.then_crash else ""
+        written = " (as written)" if self.as_written else ""
+        return f"{self.scenario.name} @ {self.crash or 'no crash'}{then}{written}"
 
     def in_shard(self, shard: tuple[int, int]) -> bool:
         """Stable across machines and runs: the case id's hash, not its position, picks the shard."""
@@ -136,6 +138,8 @@ class Sweep:
 
 def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
     """The boundaries to crash at next: a clean run's, or (depth 2) a crash case's first resume's."""
+    if case.as_written:
+        return []
     if case.crash is None:
         return phase_boundaries(verdict, "start")
     if depth >= 2 and case.then_crash is None and (verdict.folder / "resume-1.jsonl").exists():
@@ -180,6 +184,11 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     progress = Progress(sweep)
     pending: dict[Future[dict[str, Any]], Case] = {}
     queue = [Case(scenario, target_of(scenario), None) for scenario in scenarios]
+    queue += [
+        Case(s, target_of(s), s.crash, s.then_crash, as_written=True)
+        for s in scenarios
+        if s.crash is not None and Case(s, target_of(s), s.crash, s.then_crash, True).in_shard(sweep.shard)
+    ]
     total, done = len(queue), 0
     with ThreadPoolExecutor(max_workers=sweep.jobs, thread_name_prefix="chaos-case") as pool:
         try:

@@ -27,15 +27,27 @@ def conformance_dir() -> Path | None:
     return default if default.is_dir() else None
 
 
-def _cases(kind: str) -> list[Any]:
-    root = conformance_dir()
-    if root is None:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no conformance corpus: set {ENV}"))]
+MINED = REPO / "results" / "fixtures"
+
+
+def _entries(root: Path, kind: str, prefix: str) -> list[Any]:
     manifest = root / ("fixtures" if kind == "reducer" else "planner-fixtures") / "manifest.json"
     if not manifest.is_file():
-        return [pytest.param(("missing", str(manifest)), id="corpus-missing")]
+        return [pytest.param(("missing", str(manifest)), id=f"{prefix}corpus-missing")]
     entries = json.loads(manifest.read_text())["fixtures"]
-    return [pytest.param((root, entry), id=entry["name"]) for entry in entries]
+    return [pytest.param((root, entry), id=prefix + entry["name"]) for entry in entries]
+
+
+def _cases(kind: str) -> list[Any]:
+    """The contract's golden corpus, then the corpus chaos mined (committed under results/fixtures)."""
+    root = conformance_dir()
+    mined = _entries(MINED, kind, "mined:")
+    if root is None:
+        return [
+            pytest.param(None, marks=pytest.mark.skip(reason=f"no conformance corpus: set {ENV}")),
+            *mined,
+        ]
+    return _entries(root, kind, "") + mined
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
