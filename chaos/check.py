@@ -16,6 +16,7 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import committed_facts
 from chaos.run import Phase
 from chaos.scenario import Scenario
+from chaos.watch import kind_of
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ def _reduced(data: bytes) -> Reducer:
     reducer = Reducer()
     reducer.feed(data)
     return reducer
+
+
+def _facts(data: bytes) -> list[dict[str, Any]]:
+    """The facts of the lines the reducer accepts (a corrupt line and all after it are left out)."""
+    return committed_facts(data, _reduced(data).line)
 
 
 def _error_text(reducer: Reducer) -> str:
@@ -117,7 +123,7 @@ def check_crash(ev: Evidence) -> list[Check]:
 
 
 def _finished(log: bytes) -> list[dict[str, Any]]:
-    return [f["record"] for f in committed_facts(log) if f.get("record", {}).get("type") == "operationFinished"]
+    return [f["record"] for f in _facts(log) if f.get("record", {}).get("type") == "operationFinished"]
 
 
 def _oracle_outcome(ending: Phase, log: bytes, current: dict[str, Any] | None) -> tuple[str | None, str | None]:
@@ -193,9 +199,85 @@ def check_recovery(ev: Evidence) -> list[Check]:
     return checks
 
 
+def _describe(fact: dict[str, Any] | None) -> str:
+    if fact is None:
+        return "nothing"
+    name, body = kind_of(fact)
+    detail = {k: body[k] for k in ("attempt", "toolName", "toolIndex", "outcome") if k in body}
+    if "result" in body:
+        detail["result"] = body["result"].get("reason") or body["result"]["type"]
+    return f"{name} {detail}" if detail else name
+
+
+def carried_out(plan: dict[str, Any], appended: list[dict[str, Any]]) -> bool:
+    """Whether the first facts a resume appended are the one effect ``plan`` describes."""
+    first = appended[0] if appended else None
+    kind, body = kind_of(first) if first else ("", {})
+    match plan["type"]:
+        case "startStep":
+            same_step = "stepId" not in plan or body.get("stepId") == plan["stepId"]
+            return (
+                kind == "stepAttempt"
+                and body["attempt"] == plan["attempt"]
+                and body["contextThroughEntryId"] == plan["contextThroughEntryId"]
+                and same_step
+            )
+        case "startTool" if plan["mode"] == "start":
+            return kind == "toolStarted" and (body["assistantEntryId"], body["toolIndex"]) == (
+                plan["assistantEntryId"],
+                plan["toolIndex"],
+            )
+        case "startTool":
+            return kind == "entry:tool" and body.get("toolStartedId") == plan["toolStartedId"]
+        case "appendSynthetic":
+            facts = appended[: len(plan["results"])]
+            return len(facts) == len(plan["results"]) and all(
+                kind_of(got)[1].get("result", {}).get("reason") == want["reason"]
+                and got["id"] == want.get("resultEntryId", got["id"])
+                for got, want in zip(facts, plan["results"], strict=True)
+            )
+        case "closeAttempt":
+            return kind == "stepFailed" and body["error"]["code"] == plan["error"]["code"]
+        case "finish":
+            return kind == "operationFinished" and body["outcome"] == plan["outcome"]
+    return not appended  # blocked: nothing
+
+
+def check_plans_followed(ev: Evidence) -> list[Check]:
+    """Each resume's first appended facts carry out the oracle's plan for the log it started from."""
+    checks = []
+    snapshots = [ev.prefix, *ev.logs]
+    for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
+        committed = _committed(before)
+        reducer = _reduced(committed)
+        if reducer.error is not None or reducer.state is None or ev.current is None:
+            continue
+        plan = plan_recovery(reducer.state, ev.current)
+        if plan["type"] == "finish" and reducer.state.operation is None:
+            continue  # idle: nothing to carry out
+        appended = _facts(after)[len(_facts(committed)) :]
+        checks.append(
+            Check(
+                f"{phase.name} carried out the oracle's plan",
+                carried_out(plan, appended),
+                _plan_text(plan),
+                _describe(appended[0] if appended else None),
+            )
+        )
+    return checks
+
+
+def _plan_text(plan: dict[str, Any]) -> str:
+    keys = ("mode", "attempt", "toolName", "outcome", "reason")
+    detail = {k: plan[k] for k in keys if k in plan}
+    if "results" in plan:
+        detail["results"] = [r["reason"] for r in plan["results"]]
+    return f"{plan['type']} {detail}"
+
+
 def _idle_and_terminal(final: bytes, reducer: Reducer) -> Check:
     state = reducer.result()["state"]
-    records = [f["record"] for f in committed_facts(final) if f["kind"] == "record"]
+    records = [f["record"] for f in _facts(final) if f["kind"] == "record"]
     opened = [r["operationId"] for r in records if r["type"] in ("runStarted", "compactionStarted")]
     finished = Counter(r["operationId"] for r in records if r["type"] == "operationFinished")
     wrong = [op for op in opened if finished[op] != 1]
@@ -210,7 +292,7 @@ def check_effects(ev: Evidence) -> list[Check]:
     final = ev.logs[-1] if ev.logs else ev.prefix
     started = {
         f["id"]: f["record"]
-        for f in committed_facts(final, _reduced(final).line)
+        for f in _facts(final)
         if f["kind"] == "record" and f["record"]["type"] == "toolStarted"
     }
     runs = [e for e in ev.ledger if e["phase"] == "start"]
@@ -279,5 +361,5 @@ def check_processes(ev: Evidence) -> list[Check]:
 def check_all(ev: Evidence) -> list[Check]:
     checks = check_crash(ev)
     if ev.resumes:
-        checks += check_recovery(ev)
+        checks += check_recovery(ev) + check_plans_followed(ev)
     return checks + check_effects(ev) + check_processes(ev)

@@ -7,6 +7,8 @@ from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract import facts as F
+from chaos.contract.framing import committed_facts
+from chaos.contract.synth import SNAPSHOT
 from tests.conftest import unpack_case
 
 APPENDING = {"appendSynthetic", "closeAttempt", "startStep", "startTool"}
@@ -19,6 +21,8 @@ def _carry_out(w: F.Writer, plan: dict[str, Any], snapshot: dict[str, Any]) -> b
     assert op is not None
     if plan["type"] == "startStep":
         line = w.commit(F.step_attempt(op, plan, plan.get("stepId") or w.new_id(), w.new_id(), snapshot))
+        if plan["stepKind"] == "compaction":
+            return line + w.commit(F.compaction_entry(w.state, "summary"))
         return line + w.commit(F.assistant_message(op, {"role": "assistant", "content": "done"}, "stop"))
     if plan["type"] == "startTool":
         assistant = st.last_assistant
@@ -32,6 +36,16 @@ def _carry_out(w: F.Writer, plan: dict[str, Any], snapshot: dict[str, Any]) -> b
             )
         return line + w.commit(F.tool_result(assistant.started[plan["toolIndex"]], "contents"))
     return w.commit(*F.plan_facts(st, plan))
+
+
+def _snapshot(data: bytes) -> dict[str, Any] | None:
+    """The configuration snapshot the log itself recorded last, if it has one."""
+    attempts = [
+        f["record"]["configurationSnapshot"]
+        for f in committed_facts(data)
+        if f["kind"] == "record" and f["record"]["type"] == "stepAttempt"
+    ]
+    return attempts[-1] if attempts else None
 
 
 def _effect_key(plan: dict[str, Any]) -> Any:
@@ -52,9 +66,7 @@ def test_applied_plan_is_never_planned_again(planner_case: Any) -> None:
     first = plan_recovery(reducer.state, case["current"])
     if first["type"] not in APPENDING:
         return
-    snapshot = json.loads((root / "fixtures" / "open-attempt.jsonl").read_bytes().splitlines()[2])["record"][
-        "configurationSnapshot"
-    ]
+    snapshot = _snapshot(data) or SNAPSHOT
     w = F.Writer(reducer, F.counter_ids(1_800_000_000_000))
     appended = _carry_out(w, first, snapshot)
     reopened = Reducer()  # a fresh process reopening the file sees the same state
