@@ -103,7 +103,7 @@ def _ending(ev: Evidence) -> tuple[Phase, bytes]:
 def check_crash(ev: Evidence) -> list[Check]:
     checks = []
     crash = ev.scenario.crash
-    if crash is not None:
+    if crash is not None and (ev.start.reached or ev.scenario.expect.must_reach):
         got = "reached" if ev.start.reached else f"the agent ended first (exit {ev.start.returncode})"
         checks.append(Check(f"the run reached {crash.boundary}", bool(ev.start.reached), "reached", got))
     reducer = _reduced(ev.prefix)
@@ -126,7 +126,9 @@ def _finished(log: bytes) -> list[dict[str, Any]]:
     return [f["record"] for f in _facts(log) if f.get("record", {}).get("type") == "operationFinished"]
 
 
-def _oracle_outcome(ending: Phase, log: bytes, current: dict[str, Any] | None) -> tuple[str | None, str | None]:
+def _oracle_outcome(
+    ending: Phase, log: bytes, current: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
     """What the ending process must report, as the oracle reads its log: blocked (and why), the
     outcome of the operation it finished, or completed when there was nothing left to do."""
     reducer = _reduced(log)
@@ -189,7 +191,6 @@ def check_recovery(ev: Evidence) -> list[Check]:
                     f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
                 )
             )
-        if phase.outcome == "blocked" or planned.get("type") == "blocked":
             appended = len(after) - len(_committed(before))
             checks.append(
                 Check(f"blocked {phase.name} appended nothing", appended == 0, "0 bytes", f"{appended} bytes")

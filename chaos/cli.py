@@ -233,6 +233,49 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 1 if summary["findings"] else 0
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    from chaos.explore import Exploration, size, tool_names
+    from chaos.mine import Miner
+
+    try:
+        target = load_target(find_target(args.target))
+    except SpecError as err:
+        raise UsageError(f"--target: {err}") from None
+    results = Path(args.results)
+    exploration = Exploration(
+        target,
+        _key_values(args.target_env),
+        results,
+        args.budget,
+        args.seed,
+        args.max_examples,
+        args.shrink_budget if args.shrink_budget is not None else args.budget,
+    )
+    try:
+        exploration.run(tool_names(target, exploration.target_env))
+    except TargetUnusable as err:
+        raise UsageError(str(err)) from None
+    spent = time.monotonic() - exploration.started
+    if exploration.failure is None:
+        print(f"chaos explore: {exploration.cycles} crash cycles in {spent:.0f}s, no failure found")
+        return 0
+    path = exploration.save(Miner(results / "fixtures"))
+    scenario, verdict = exploration.failure
+    check = next((c for c in verdict.checks if not c.ok), None)
+    print(
+        f"chaos explore: failure after {exploration.cycles_to_failure} cycle(s) "
+        f"({exploration.first_failure:.1f}s); {exploration.cycles} cycles in {spent:.0f}s with shrinking"
+    )
+    print(f"  shrunk scenario (size {size(scenario)}): {path}")
+    if check is None:
+        print("  the shrunk scenario passed when rerun: the failure is flaky; its run folder is kept")
+    else:
+        print(f"  ✗ {check.name}: expected {check.expected}, got {check.got}")
+    print(f"  run folder: {verdict.folder}")
+    print(f"  reproduce: {verdict.reproduce()}")
+    return 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
         str(DEMO),
@@ -296,6 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/merged", metavar="DIR")
     p.add_argument("--junit", metavar="FILE")
     p.set_defaults(func=cmd_merge)
+    p = sub.add_parser("explore", help="generate worlds and crash plans with Hypothesis; shrink any failure")
+    p.add_argument("--target", default="reference", help="target name or spec path")
+    p.add_argument("--budget", type=float, default=120.0, metavar="SECONDS", help="generate for this long")
+    p.add_argument("--seed", type=int, help="make the exploration reproducible")
+    p.add_argument("--max-examples", type=int, default=500)
+    p.add_argument(
+        "--shrink-budget", type=float, metavar="SECONDS", help="shrink for this long (default: --budget)"
+    )
+    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--results", default="results/explore", metavar="DIR")
+    p.set_defaults(func=cmd_explore)
     p = sub.add_parser("demo", help=f"chaos run {DEMO.relative_to(REPO)}: the contract's section-8 crash")
     _common(p)
     p.set_defaults(func=cmd_demo)

@@ -24,7 +24,7 @@ from chaos.check import Check, Evidence, check_all
 from chaos.contract import Reducer, plan_recovery
 from chaos.resume import Recovery, current_of, recover, resume_configuration, session_id
 from chaos.run import Phase, TargetUnusable, run_phase
-from chaos.scenario import Scenario
+from chaos.scenario import Scenario, write_scenario
 from chaos.spec import SpecError
 from chaos.target import Target, find_target
 from chaos.world.build import build_world
@@ -138,7 +138,7 @@ def run_case(
     """Run one crash cycle and leave its results folder; the verdict says whether every check held."""
     folder = folder or default_folder(scenario)
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(scenario.path, folder / "scenario.toml")
+    write_scenario(scenario, folder / "scenario.toml")  # as used: with the crash of this run
     shutil.copyfile(target.path, folder / "target.toml")
     verdict = Verdict(scenario, target, folder, dict(extra_env or {}))
     limit = timeout or scenario.timeout

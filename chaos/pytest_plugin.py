@@ -28,7 +28,9 @@ from chaos.watch import Boundary
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("chaos", "crash-injection cases from chaos scenarios")
-    group.addoption("--chaos", action="append", default=[], metavar="SCENARIO_OR_DIR", help="collect chaos cases")
+    group.addoption(
+        "--chaos", action="append", default=[], metavar="SCENARIO_OR_DIR", help="collect chaos cases"
+    )
     group.addoption("--chaos-target", metavar="NAME", help="run every scenario against this target")
     group.addoption("--chaos-target-env", action="append", default=[], metavar="KEY=VALUE")
     group.addoption("--chaos-results", default="results/pytest", metavar="DIR")
@@ -63,7 +65,9 @@ class ChaosScenario(pytest.File):
     def _load(self) -> tuple[Scenario, Target]:
         try:
             scenario = load_scenario(self.path)
-            target = load_target(find_target(self.config.getoption("chaos_target") or scenario.target, self.path))
+            target = load_target(
+                find_target(self.config.getoption("chaos_target") or scenario.target, self.path)
+            )
         except SpecError as err:
             raise self.CollectError(str(err)) from None
         return scenario, target
@@ -83,7 +87,9 @@ class ChaosScenario(pytest.File):
         cache = results / "boundaries" / f"{scenario.name}-{key}.json"
         if cache.exists():
             return [Boundary.parse(text) for text in orjson.loads(cache.read_bytes())]
-        clean = run_case(scenario.with_crash(None), target, env, results / "collect" / f"{scenario.name}-{key}")
+        clean = run_case(
+            scenario.with_crash(None), target, env, results / "collect" / f"{scenario.name}-{key}"
+        )
         boundaries = phase_boundaries(clean, "start")
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")

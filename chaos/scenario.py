@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from chaos.spec import SpecError, Table, load_toml
 from chaos.watch import Boundary
 from chaos.world import Turn, WorkspaceFile
@@ -82,6 +84,7 @@ class Expect:
     plan: dict[str, Any] | None = None  # fields the oracle's plan for the crash prefix must have
     effects: dict[str, int] = field(default_factory=dict)  # effect name -> count of runs at the end
     derived: bool = False
+    must_reach: bool = True  # False: a crash the run never reaches is no finding (generated scenarios)
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,9 @@ def _files(table: Table) -> dict[str, WorkspaceFile]:
 
 
 def _expect(table: Table) -> Expect:
+    if table.take("derive", bool, False):
+        table.done()  # nothing else: the oracle says what recovery must end in
+        return Expect(derived=True, must_reach=False)
     outcome = table.choice("outcome", OUTCOMES, "completed")
     reason = table.choice("reason", BLOCKED_REASONS, None)
     if (outcome == "blocked") != (reason is not None):
@@ -236,3 +242,81 @@ def scenario_files(paths: list[Path]) -> list[Path]:
         else:
             raise SpecError(f"{path}: no such scenario file or folder")
     return out
+
+
+def scenario_document(scenario: Scenario) -> dict[str, Any]:
+    """A scenario as the TOML document ``load_scenario`` reads back (the inverse of loading)."""
+
+    def crash(c: Crash) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": c.boundary.what, "nth": c.boundary.nth}
+        if c.boundary.where:
+            out["where"] = dict(c.boundary.where)
+        if c.signal != "SIGKILL":
+            out["signal"] = c.signal
+        if c.torn:
+            out["torn"] = True
+        return out
+
+    def turn(t: Turn) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("text", "finish", "error"):
+            if getattr(t, key) is not None:
+                out[key] = getattr(t, key)
+        if t.tool_calls:
+            out["tool_calls"] = t.tool_calls
+        if t.delay:
+            out["delay"] = t.delay
+        return out
+
+    def config(c: Configuration) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("model", "environment_identity"):
+            if getattr(c, key):
+                out[key] = getattr(c, key)
+        if c.tools:
+            out["tools"] = c.tools
+        if c.env:
+            out["env"] = c.env
+        return out
+
+    doc: dict[str, Any] = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "target": scenario.target,
+        "prompt": scenario.prompt,
+        "files": {
+            name: {"content": f.content, "executable": True} if f.executable else f.content
+            for name, f in scenario.files.items()
+        },
+        "turns": [turn(t) for t in scenario.turns],
+    }
+    if scenario.crash:
+        doc["crash"] = crash(scenario.crash)
+    if scenario.then_crash:
+        doc["then_crash"] = crash(scenario.then_crash)
+    if config(scenario.change):
+        doc["change"] = config(scenario.change)
+    if config(scenario.start):
+        doc["configuration"] = config(scenario.start)
+    if scenario.operation != "run":
+        doc["operation"] = scenario.operation
+    doc["timeout"] = scenario.timeout
+    doc["expect"] = _expect_document(scenario.expect)
+    return doc
+
+
+def _expect_document(expect: Expect) -> dict[str, Any]:
+    if expect.derived:
+        return {"derive": True}
+    out: dict[str, Any] = {"outcome": expect.outcome}
+    if expect.reason:
+        out["reason"] = expect.reason
+    if expect.plan:
+        out["plan"] = expect.plan
+    if expect.effects:
+        out["effects"] = expect.effects
+    return out
+
+
+def write_scenario(scenario: Scenario, path: Path) -> None:
+    path.write_text(tomli_w.dumps(scenario_document(scenario)))

@@ -32,7 +32,7 @@ ENTRIES = ("entry:user", "entry:stop", "entry:toolUse", "entry:length", "entry:t
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
 IN_FLIGHT = ("model-request", "effect-running", "effect-done")
-KINDS = ("header", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
+KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 
@@ -76,7 +76,7 @@ class Boundary:
 
     ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
     ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
-    ``header`` (the log exists, no transaction yet),
+    ``header`` (the log exists, no transaction yet), ``any`` (the n-th fact, whatever it is),
     or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
     Written as text: ``toolStarted[toolName=bash]#2``.
     """
@@ -116,6 +116,8 @@ class Boundary:
 
     def matches(self, fact: dict[str, Any]) -> bool:
         name, body = kind_of(fact)
+        if self.what == "any":
+            return name != "header" and all(body.get(k) == v for k, v in self.where.items())
         return name == self.what and all(body.get(k) == v for k, v in self.where.items())
 
     def __str__(self) -> str:
