@@ -127,9 +127,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             _key_values(args.target_env),
             Path(args.results) if args.results else None,
             args.timeout,
+            args.pause,
         )
     except TargetUnusable as err:
         raise UsageError(str(err)) from None
+    except Interrupted as err:
+        print(f"chaos run: {err}; nothing was resumed")
+        return 130
     print(render(verdict))
     return 0 if verdict.ok else 1
 
@@ -144,7 +148,7 @@ def _shard(text: str) -> tuple[int, int]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from chaos.mine import Miner
     from chaos.oracle import OtherOracle
-    from chaos.report import summarize, write_junit, write_summary
+    from chaos.report import summarize, write_html, write_junit, write_summary
     from chaos.sweep import Sweep, run_sweep
 
     try:
@@ -183,7 +187,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     write_summary(results / "summary.json", summary)
     if args.junit:
         write_junit(Path(args.junit), entries)
+    write_html(results / "report.html", entries)
     print(render_summary(summary, miner.saved if miner else None))
+    print(f"  report: {results / 'report.html'}")
     if interrupted:
         print(f"chaos sweep: interrupted; finished verdicts are in {sweep.journal}; rerun with --resume")
         return 130
@@ -276,6 +282,55 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from chaos.show import render, timeline
+
+    current = load_current(args.current) if args.current else None
+    if current is None and args.target:
+        from chaos.resume import target_current
+
+        try:
+            current = target_current(load_target(find_target(args.target)), {})
+        except (SpecError, TargetUnusable) as err:
+            raise UsageError(f"--target: {err}") from None
+    tl = timeline(_read(args.file), current)
+    if args.json:
+        _emit(tl.to_json())
+    else:
+        print(render(tl, colour=sys.stdout.isatty() and not args.no_colour))
+    return 0 if tl.error is None else 1
+
+
+def _log_of(path: str, which: str) -> bytes:
+    """A log file, or the ``which`` log (prefix / final) of a run folder."""
+    folder = Path(path)
+    return _read(str(folder / f"{which}.jsonl") if folder.is_dir() else path)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from chaos.show import diff, render_diff
+
+    if args.b is None:
+        before, after = _log_of(args.a, "prefix"), _log_of(args.a, "final")
+    else:
+        before, after = _log_of(args.a, "final"), _log_of(args.b, "final")
+    print(render_diff(diff(before, after), colour=sys.stdout.isatty()))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from chaos.report import read_journal, write_html
+
+    journal = Path(args.results) / "sweep.jsonl"
+    if not journal.exists():
+        raise UsageError(f"{args.results}: no sweep.jsonl here; give a chaos sweep --results folder")
+    out = Path(args.out) if args.out else Path(args.results) / "report.html"
+    entries = [e for e in read_journal(journal) if e.get("reported", True)]
+    write_html(out, entries)
+    print(f"chaos report: {len(entries)} case(s) -> {out}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
         str(DEMO),
@@ -285,6 +340,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         None,
         None,
     )
+    args.pause = False
     return cmd_run(args)
 
 
@@ -314,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nth", type=int, help="the occurrence of the boundary to crash at")
     p.add_argument("--then-kill-at", metavar="BOUNDARY", help="crash the first resume again at this boundary")
     p.add_argument("--timeout", type=float, help="seconds per phase (default: the scenario's, 60)")
+    p.add_argument("--pause", action="store_true", help="freeze the agent at the boundary and ask what to do")
     _common(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
@@ -350,6 +407,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--results", default="results/explore", metavar="DIR")
     p.set_defaults(func=cmd_explore)
+    p = sub.add_parser("show", help="a readable timeline of a session log, its state and plan")
+    p.add_argument("file")
+    p.add_argument("--current", metavar="CURRENT.json", help="also show the plan under this configuration")
+    p.add_argument("--target", help="or plan under this target's current configuration")
+    p.add_argument("--json", action="store_true", help="the timeline as JSON")
+    p.add_argument("--no-colour", action="store_true")
+    p.set_defaults(func=cmd_show)
+    p = sub.add_parser("diff", help="what recovery appended (RUN: prefix vs final; RUN_A RUN_B: two finals)")
+    p.add_argument("a", metavar="RUN_OR_LOG")
+    p.add_argument("b", nargs="?", metavar="RUN_OR_LOG")
+    p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("report", help="a self-contained HTML report of a sweep's results folder")
+    p.add_argument("results", metavar="RESULTS_DIR")
+    p.add_argument("--out", metavar="FILE", help="default: RESULTS_DIR/report.html")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("demo", help=f"chaos run {DEMO.relative_to(REPO)}: the contract's section-8 crash")
     _common(p)
     p.set_defaults(func=cmd_demo)

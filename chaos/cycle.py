@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,11 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.resume import Recovery, current_of, recover, resume_configuration, session_id
 from chaos.run import Phase, TargetUnusable, run_phase
 from chaos.scenario import Scenario, write_scenario
+from chaos.show import render as render_timeline
+from chaos.show import timeline
 from chaos.spec import SpecError
 from chaos.target import Target, find_target
-from chaos.world.build import build_world
+from chaos.world.build import World, build_world
 from chaos.world.ledger import read_ledger
 
 RESULTS = Path("results/runs")
@@ -134,6 +138,7 @@ def run_case(
     extra_env: dict[str, str] | None = None,
     folder: Path | None = None,
     timeout: float | None = None,
+    pause: bool = False,
 ) -> Verdict:
     """Run one crash cycle and leave its results folder; the verdict says whether every check held."""
     folder = folder or default_folder(scenario)
@@ -152,8 +157,9 @@ def run_case(
             if target.compact is None:
                 raise TargetUnusable(f"{target.path}: has no compact command, needed by {scenario.path}")
             argv = world.argv(target.compact, scenario.start, session_id=session_id(log))
+        hold = _pause_prompt(world) if pause and scenario.crash else None
         start, prefix = run_phase(
-            world, "start", argv, scenario.start, scenario.crash, limit, folder, "prefix.jsonl"
+            world, "start", argv, scenario.start, scenario.crash, limit, folder, "prefix.jsonl", hold
         )
         verdict.phases.append(start)
         current = current_of(world, resume_configuration(world), prefix) if prefix else None
@@ -173,9 +179,10 @@ def run_case(
         _dump(folder / "requests.json", world.server.request_log())
         ledger = read_ledger(world.box.ledger)
         _dump(folder / "ledger.json", ledger)
+        judged = scenario.with_crash(None) if start.continued else scenario  # let go on: no crash to judge
         verdict.checks = check_all(
             Evidence(
-                scenario,
+                judged,
                 start,
                 prefix,
                 recovery.phases,
@@ -198,11 +205,40 @@ def save_verdict(verdict: Verdict) -> None:
     (verdict.folder / "reproduce").write_text(verdict.reproduce() + "\n")
 
 
+def _pause_prompt(world: World) -> Callable[[], str]:
+    """What ``chaos run --pause`` shows at the boundary, and the person's choice (kill/continue/quit)."""
+
+    def ask() -> str:
+        log = world.log_path()
+        data = log.read_bytes() if log else b""
+        current = current_of(world, resume_configuration(world), data) if data else None
+        crash = world.scenario.crash
+        print(f"paused at {crash}: the agent is frozen", flush=True)
+        print(f"workspace: {world.box.workspace}")
+        print(f"log: {log}")
+        print(render_timeline(timeline(data, current), colour=sys.stdout.isatty()))
+        while True:
+            print(
+                "[k]ill it (then resume as usual), [c]ontinue without a crash, [q]uit? ", end="", flush=True
+            )
+            answer = sys.stdin.readline()
+            if not answer:
+                return "quit"  # no one at the terminal any more
+            choice = {"k": "kill", "c": "continue", "q": "quit"}.get(answer.strip()[:1].lower())
+            if choice:
+                print(f"{choice}", flush=True)
+                return choice
+
+    return ask
+
+
 def render(verdict: Verdict) -> str:
     """The short terminal report: where the kill landed, what recovery did, each check."""
     lines = [f"chaos run {verdict.scenario.path} against {verdict.target.name}"]
     for phase in verdict.phases:
-        if phase.crash:
+        if phase.continued:
+            lines.append(f"  {phase.name}: paused at {phase.crash}, then continued without a crash")
+        elif phase.crash:
             lines.append(
                 f"  {phase.name}: crash at {phase.crash}: {_landing(phase)}"
                 + (f" ({phase.mechanism})" if phase.reached else "")

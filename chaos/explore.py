@@ -27,12 +27,11 @@ from hypothesis.errors import Unsatisfiable
 
 from chaos.cycle import Verdict, run_case
 from chaos.mine import Miner
-from chaos.resume import current_of
+from chaos.resume import target_current
 from chaos.scenario import Configuration, Crash, Expect, Scenario, write_scenario
 from chaos.target import Target
 from chaos.watch import Boundary
 from chaos.world import Turn, WorkspaceFile
-from chaos.world.build import build_world
 
 DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
 FILES = {"README.md": WorkspaceFile("hello\n"), "deploy.sh": DEPLOY}
@@ -48,27 +47,9 @@ DURABLE = ("stepAttempt", "toolStarted", "entry:toolUse", "entry:tool", "entry:s
 
 def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
     """The target's declared tools, as its configuration says (the strategies call only these)."""
-    probe = Scenario(
-        path=Path("probe.toml"),
-        name="probe",
-        description="",
-        target=target.name,
-        prompt="",
-        files={},
-        turns=[Turn(text="x")],
-        crash=None,
-        then_crash=None,
-        start=Configuration(),
-        change=Configuration(),
-        expect=Expect(),
-    )
-    world = build_world(probe, target, extra_env)
-    try:
-        if target.configuration_command is None:
-            return [t.name for t in target.tools]
-        return [t["name"] for t in current_of(world, Configuration(), b"")["tools"]]
-    finally:
-        world.close()
+    if target.configuration_command is None:
+        return [t.name for t in target.tools]
+    return [t["name"] for t in target_current(target, extra_env)["tools"]]
 
 
 def _calls(tools: list[str]) -> st.SearchStrategy[dict[str, Any]]:
@@ -137,7 +118,7 @@ def scenarios(target: Target, tools: list[str]) -> st.SearchStrategy[Scenario]:
             change=change,
             expect=Expect(derived=True, must_reach=False),
         ),
-        st.lists(_turn(tools), min_size=0, max_size=3),
+        st.lists(_turn(tools), min_size=1, max_size=3),
         _crash(),
         st.one_of(st.none(), st.builds(lambda n: Crash(Boundary("any", {}, n)), st.integers(1, 4))),
         st.sampled_from(CHANGES),
@@ -166,6 +147,7 @@ class Exploration:
     failure: tuple[Scenario, Verdict] | None = None
     started: float = field(default_factory=time.monotonic)
     _errors: dict[str, type[AssertionError]] = field(default_factory=dict)
+    _seen: dict[str, tuple[AssertionError, tuple[Scenario, Verdict]]] = field(default_factory=dict)
 
     def _finding(self, check: str) -> type[AssertionError]:
         """One exception type per failing check: Hypothesis keeps shrinking to that same check."""
@@ -176,10 +158,14 @@ class Exploration:
 
     def _cycle(self, scenario: Scenario) -> None:
         elapsed = time.monotonic() - self.started
+        key = repr(scenario)
+        if key in self._seen:  # Hypothesis replays the minimal example: answer as before
+            error, self.failure = self._seen[key]
+            raise error
         if self.failure is None and elapsed > self.budget:
             reject()  # the budget is spent: generate nothing more
-        if self.failure is not None and elapsed > self.first_failure + self.shrink_budget:
-            reject()  # shrinking has had its time: keep the smallest failure so far
+        if self.first_failure is not None and elapsed > self.first_failure + self.shrink_budget:
+            return  # shrinking has had its time: the smallest failure so far stands
         folder = self.results / "cases" / f"{self.cycles:05d}"
         verdict = run_case(scenario, self.target, self.target_env, folder)
         self.cycles += 1
@@ -190,9 +176,11 @@ class Exploration:
         if self.first_failure is None:
             self.first_failure, self.cycles_to_failure = elapsed, self.cycles
         self.failure = (scenario, verdict)
-        raise self._finding(failed[0].name)(
+        error = self._finding(failed[0].name)(
             f"{failed[0].name}: expected {failed[0].expected}, got {failed[0].got}"
         )
+        self._seen[key] = (error, self.failure)
+        raise error
 
     def run(self, tools: list[str]) -> None:
         test = given(scenarios(self.target, tools))(self._cycle)
@@ -211,7 +199,7 @@ class Exploration:
             test()
         except Unsatisfiable:
             pass  # the budget ran out before max_examples: nothing found
-        except AssertionError:
+        except Exception:
             if self.failure is None:
                 raise
 

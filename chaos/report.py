@@ -7,10 +7,13 @@ merge`` can rebuild them from the result folders of several CI shards.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from html import escape
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from chaos.show import diff, render, timeline
 
 
 def summarize(entries: list[dict[str, Any]], skipped: list[str], seconds: float) -> dict[str, Any]:
@@ -115,3 +118,99 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
         except orjson.JSONDecodeError:
             continue  # a line cut short when the sweep was killed
     return entries
+
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+table.matrix { border-collapse: collapse; margin: 1em 0; }
+table.matrix th, table.matrix td { border: 1px solid #ccc; padding: 2px 4px; }
+table.matrix thead th { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; font-size: 12px; }
+td.cell { width: 18px; height: 18px; text-align: center; }
+td.cell a { display: block; color: inherit; text-decoration: none; }
+td.pass { background: #bfe5bf; } td.fail { background: #f4a3a3; font-weight: bold; } td.empty { background: #f6f6f6; }
+section.case { border-top: 1px solid #ddd; margin-top: 1.5em; }
+section.fail h2 { color: #b00; }
+pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: 12px; }
+li.ok { color: #276627; } li.fail { color: #b00; font-weight: bold; }
+.kill { color: #b00; font-weight: bold; }
+"""
+
+
+def _case_html(index: int, entry: dict[str, Any], folder: Path) -> str:
+    prefix_path, final_path = folder / "prefix.jsonl", folder / "final.jsonl"
+    parts = [
+        f'<section class="case {"ok" if entry["ok"] else "fail"}" id="case-{index}">',
+        f"<h2>{escape(entry['case'])}</h2>",
+        f"<p>crash: {escape(str(entry.get('crash') or 'none'))}; landed: {escape(str(entry.get('landed')))}</p>",
+    ]
+    if prefix_path.exists():
+        prefix = prefix_path.read_bytes()
+        current = folder / "current.json"
+        tl = timeline(prefix, orjson.loads(current.read_bytes()) if current.exists() else None)
+        last = tl.rows[-1].line if tl.rows else None
+        text = escape(render(tl, mark=last if entry.get("crash") else None))
+        text = text.replace("── kill landed here ──", '<span class="kill">── kill landed here ──</span>')
+        parts += ["<h3>crash prefix</h3>", f'<pre class="timeline">{text}</pre>']
+        if final_path.exists():
+            added = diff(prefix, final_path.read_bytes()).added
+            rows = "\n".join(f"+ {r.line:>4} {r.seq or '':>4}  {r.name:<18} {r.detail}" for r in added)
+            parts += [
+                "<h3>appended by recovery</h3>",
+                f'<pre class="appended">{escape(rows or "nothing")}</pre>',
+            ]
+    else:
+        parts.append("<p>(logs not kept for this case)</p>")
+    items = [
+        f'<li class="{"ok" if c["ok"] else "fail"}">{"✓" if c["ok"] else "✗"} {escape(c["name"])}'
+        + ("" if c["ok"] else f": expected {escape(str(c['expected']))}, got {escape(str(c['got']))}")
+        + "</li>"
+        for c in sorted(entry["checks"], key=lambda c: c["ok"])  # failures first
+    ]
+    parts += [
+        f'<ul class="checks">{"".join(items)}</ul>',
+        f"<p>reproduce: <code>{escape(entry['reproduce'])}</code></p>",
+    ]
+    return "\n".join(parts) + "</section>"
+
+
+def _column(entry: dict[str, Any]) -> str:
+    return entry["case"].split(" @ ", 1)[-1]
+
+
+def write_html(path: Path, entries: list[dict[str, Any]], title: str = "chaos sweep") -> None:
+    """A self-contained report: a scenario x boundary matrix coloured by verdict, then every case."""
+    entries = sorted(entries, key=lambda e: (e["scenario"], e["case"]))
+    columns: list[str] = []
+    for entry in entries:
+        if _column(entry) not in columns:
+            columns.append(_column(entry))
+    index = {id(e): i for i, e in enumerate(entries)}
+    by_cell = {(e["scenario"], _column(e)): e for e in entries}
+    scenarios = sorted({e["scenario"] for e in entries})
+    findings = sum(1 for e in entries if not e["ok"])
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    rows = []
+    for scenario in scenarios:
+        cells = []
+        for col in columns:
+            entry = by_cell.get((scenario, col))
+            if entry is None:
+                cells.append('<td class="empty"></td>')
+                continue
+            verdict = "pass" if entry["ok"] else "fail"
+            failed = [c["name"] for c in entry["checks"] if not c["ok"]]
+            tip = escape(f"{entry['case']}: " + ("ok" if entry["ok"] else "; ".join(failed)))
+            mark = "✓" if entry["ok"] else "✗"
+            cells.append(
+                f'<td class="cell {verdict}" title="{tip}"><a href="#case-{index[id(entry)]}">{mark}</a></td>'
+            )
+        rows.append(f"<tr><th>{escape(scenario)}</th>{''.join(cells)}</tr>")
+    body = "\n".join(_case_html(index[id(e)], e, Path(e["folder"])) for e in entries)
+    path.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
+        f"<p class='summary'>{len(entries)} case(s), {findings} finding(s)</p>"
+        f"<table class='matrix'><thead><tr><th>scenario</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{body}</body></html>\n",
+        encoding="utf-8",
+    )

@@ -18,8 +18,10 @@ from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.run import Phase, TargetUnusable, run_phase
-from chaos.scenario import Configuration, Crash
-from chaos.world.build import World
+from chaos.scenario import Configuration, Crash, Expect, Scenario
+from chaos.target import Target
+from chaos.world import Turn
+from chaos.world.build import World, build_world
 
 
 @dataclass
@@ -55,6 +57,29 @@ def current_of(world: World, config: Configuration, log: bytes) -> dict[str, Any
     if reason:
         raise TargetUnusable(f"{target.path}: configuration.command printed a bad configuration: {reason}")
     return value
+
+
+def target_current(target: Target, extra_env: dict[str, str]) -> dict[str, Any]:
+    """The target's default current configuration, asked in a throwaway world (no log needed)."""
+    probe = Scenario(
+        path=Path("probe.toml"),
+        name="probe",
+        description="",
+        target=target.name,
+        prompt="",
+        files={},
+        turns=[Turn(text="-")],
+        crash=None,
+        then_crash=None,
+        start=Configuration(),
+        change=Configuration(),
+        expect=Expect(),
+    )
+    world = build_world(probe, target, extra_env)
+    try:
+        return current_of(world, Configuration(), b"")
+    finally:
+        world.close()
 
 
 def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:

@@ -50,6 +50,8 @@ class Launch:
     check: Callable[[], bool] | None = None
     stop_signal: int = signal.SIGKILL
     tear: Callable[[], Path | None] | None = None  # the log, to tear its next write at the boundary
+    hold: bool = False  # at the boundary, freeze the target until ``decide`` (chaos run --pause)
+    choice: str = ""  # kill / continue / quit, once decided
     torn: bool = False  # a write to the log was cut short before the kill
     exact: bool = field(default_factory=trace.exact_kills_available)
     pid: int = 0
@@ -61,6 +63,8 @@ class Launch:
     _gone: threading.Event = field(default_factory=threading.Event)
     _error: BaseException | None = None
     _tearing: bool = False
+    _held: threading.Event = field(default_factory=threading.Event)
+    _decided: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         program = shutil.which(self.argv[0], path=self.env.get("PATH"))
@@ -122,11 +126,36 @@ class Launch:
             return self._tear(pid, tag)
         if self.check is None or not self.check():
             return False
-        if self.tear is None or not self.exact:
+        if self.hold:
+            self._freeze()
+            if self.choice == "continue":
+                self.check = None
+                return False
+        if self.tear is None or not self.exact or self.hold:
             self.stop()
             return False
         self._tearing = True
         return self._tear(pid, tag)
+
+    def _freeze(self) -> None:
+        """Hold the target at the boundary until a person decides. Traced, it is already stopped
+        at the trap; polled, it gets SIGSTOP (and SIGCONT if it may continue)."""
+        if not self.exact:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGSTOP)
+        self._held.set()
+        self._decided.wait()
+        if not self.exact and self.choice == "continue":
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGCONT)
+
+    @property
+    def waiting_for_decision(self) -> bool:
+        return self._held.is_set() and not self._decided.is_set()
+
+    def decide(self, choice: str) -> None:
+        self.choice = choice
+        self._decided.set()
 
     def _tear(self, pid: int, tag: int) -> bool:
         """Let the next write to the log through half-done, then kill: a real torn tail."""
@@ -190,6 +219,7 @@ class Phase:
     late_facts: int | None = None
     exact: bool | None = None
     torn: bool = False  # the crash left a torn tail (the next write cut short)
+    continued: bool = False  # paused at the boundary, then let go on without a crash
     mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
     kill: KillReport = field(default_factory=KillReport)
     log_before: int = 0  # committed bytes when the phase started
@@ -211,6 +241,7 @@ class Phase:
             "exact": self.exact,
             "mechanism": self.mechanism,
             "torn": self.torn,
+            "continued": self.continued,
             "killed": self.kill.killed,
             "escapedGroup": self.kill.escaped_group,
             "outlived": self.kill.outlived,
@@ -243,6 +274,7 @@ def run_phase(
     timeout: float,
     out: Path,
     keep_as: str | None = None,
+    pause: Callable[[], str] | None = None,
 ) -> tuple[Phase, bytes]:
     """Run one process of the target to its end, or to ``crash``; return it and the log bytes it left.
 
@@ -263,20 +295,30 @@ def run_phase(
         check=trigger.reached if trigger and trigger.durable else None,
         stop_signal=signal.SIGINT if crash and crash.signal == "SIGINT" else signal.SIGKILL,
         tear=world.log_path if crash and crash.torn else None,
+        hold=pause is not None,
     )
     deadline = started + timeout
     try:
         if trigger and not trigger.durable:
             while launch.running and time.monotonic() < deadline:
                 if trigger.reached():
-                    launch.stop()
+                    launch.choice = pause() if pause else "kill"  # the world holds it meanwhile
+                    if launch.choice != "continue":
+                        launch.stop()
+                    trigger.disarm()
                     break
                 time.sleep(0.002)
         exited = False
         while not exited and time.monotonic() < deadline:
             if ABORT.is_set():
                 raise Interrupted(f"interrupted during {name}")
+            if launch.waiting_for_decision and pause is not None:
+                paused = time.monotonic()
+                launch.decide(pause())
+                deadline += time.monotonic() - paused  # a person's thinking time is not the agent's
             exited = launch.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+        if launch.choice == "quit":
+            raise Interrupted(f"quit at the pause in {name}")
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         phase.kill = launch.finish()
     phase.timed_out = not exited
@@ -291,7 +333,8 @@ def run_phase(
     crashed = launch.stopped and launch.stop_signal == signal.SIGKILL
     phase.outcome = None if crashed or phase.timed_out else world.target.outcome_of(phase.returncode)
     if trigger:
-        phase.reached = launch.stopped
+        phase.continued = launch.choice == "continue"
+        phase.reached = launch.stopped or phase.continued
         phase.late_facts = trigger.late_facts() if launch.stopped else None
         phase.exact = launch.stopped and phase.late_facts == 0
         phase.torn = launch.torn

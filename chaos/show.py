@@ -1,0 +1,228 @@
+"""Readable timelines of a session log: what a person debugging a recovery needs to see.
+
+``timeline`` is pure over bytes: one row per fact with the fields recovery
+depends on, rows grouped by transaction, the torn tail and the reducer's error
+placed where they are, the reduced state summarised and, given a current
+configuration, the plan. ``render`` prints it (ANSI colour on a terminal);
+``chaos report`` and ``chaos run --pause`` reuse both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.contract import Reducer, plan_recovery
+from chaos.contract.framing import FramingError, facts_of, parse_line
+from chaos.watch import kind_of
+
+COLOURS = {"record": "36", "entry": "32", "usage": "90", "error": "31;1", "torn": "33", "plan": "35;1"}
+
+
+@dataclass
+class Row:
+    line: int
+    seq: int | None
+    kind: str  # record / entry / usage / header
+    name: str  # toolStarted, entry:toolUse, ...
+    detail: str
+    position: str = ""  # "" alone in its transaction, else first / middle / last
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "seq": self.seq,
+            "kind": self.kind,
+            "name": self.name,
+            "detail": self.detail,
+            "position": self.position,
+        }
+
+
+@dataclass
+class Timeline:
+    rows: list[Row] = field(default_factory=list)
+    error: dict[str, Any] | None = None  # {code, line, seq?}
+    unjudged: int = 0  # committed lines after the error
+    torn: int = 0  # bytes of torn tail
+    repaired_length: int = 0
+    state: dict[str, Any] | None = None  # the summary
+    plan: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_json() for r in self.rows],
+            "error": self.error,
+            "unjudgedLines": self.unjudged,
+            "tornTailBytes": self.torn,
+            "repairedLength": self.repaired_length,
+            "state": self.state,
+            "plan": self.plan,
+        }
+
+
+def detail(fact: dict[str, Any]) -> str:
+    """The fields of one fact that recovery depends on, as ``key=value`` text."""
+    name, body = kind_of(fact)
+    parts: list[str] = []
+    if name == "stepAttempt":
+        parts += [f"attempt={body['attempt']}", f"stepKind={body['stepKind']}"]
+    elif name == "toolStarted":
+        parts += [f"tool={body['toolName']}", f"replay={body['replay']}", f"index={body['toolIndex']}"]
+    elif name in ("entry:stop", "entry:toolUse", "entry:length"):
+        calls = body.get("message", {}).get("tool_calls") or []
+        parts += [f"calls={','.join(c['function']['name'] for c in calls)}"] if calls else []
+    elif name == "entry:tool":
+        result = body.get("result", {})
+        parts += [f"tool={body.get('toolName')}", f"result={result.get('reason') or result.get('type')}"]
+    elif name == "stepFailed":
+        parts += [f"error={body['error']['code']}"]
+    elif name == "abortRequested":
+        parts += [f"phase={body.get('phase')}"]
+    elif name == "operationFinished":
+        parts += [f"outcome={body['outcome']}"] + (
+            [f"completion={body['completion']}"] if "completion" in body else []
+        )
+    elif name in ("runStarted", "compactionStarted"):
+        parts += [f"operation={body.get('operationKind')}"]
+    elif name == "usage":
+        parts += [f"for={'attempt' if 'attemptId' in fact else 'tool'}"]
+    elif name == "header":
+        parts += [f"model={fact.get('model')}", f"identity={fact.get('environmentIdentity')}"]
+    return " ".join(parts)
+
+
+def _summary(reducer: Reducer) -> dict[str, Any] | None:
+    if reducer.state is None:
+        return None
+    state = reducer.result().get("state") or {}
+    operation = state.get("operation", {})
+    return {
+        "operation": operation.get("kind"),
+        "step": (operation.get("step") or {}).get("status") if isinstance(operation, dict) else None,
+        "transcript": len(state.get("transcript", [])),
+        "activeContext": len(state.get("activeContext", [])),
+        "pendingTools": [
+            c.get("toolName")
+            for c in (operation.get("toolCalls") or [] if isinstance(operation, dict) else [])
+            if c.get("status") == "pending"
+        ],
+    }
+
+
+def timeline(data: bytes, current: dict[str, Any] | None = None) -> Timeline:
+    reducer = Reducer()
+    reducer.feed(data)
+    result = reducer.result()
+    tl = Timeline(error=result.get("error"), repaired_length=data.rfind(b"\n") + 1)
+    tl.torn = len(data) - tl.repaired_length
+    for number, line in enumerate(data[: tl.repaired_length].splitlines(), 1):
+        if tl.error is not None and number >= tl.error["line"]:
+            tl.unjudged += number > tl.error["line"]
+            if number == tl.error["line"]:
+                tl.rows.append(Row(number, tl.error.get("seq"), "error", tl.error["code"], _excerpt(line)))
+            continue
+        try:
+            facts = facts_of(parse_line(line))
+        except FramingError:
+            continue
+        for index, fact in enumerate(facts):
+            position = (
+                ""
+                if len(facts) == 1
+                else ("first" if index == 0 else "last" if index == len(facts) - 1 else "middle")
+            )
+            name = kind_of(fact)[0] if isinstance(fact, dict) else "?"
+            tl.rows.append(Row(number, fact.get("seq"), fact.get("kind", "?"), name, detail(fact), position))
+    tl.state = _summary(reducer)
+    if current is not None and reducer.state is not None and reducer.error is None:
+        tl.plan = plan_recovery(reducer.state, current)
+    return tl
+
+
+def _excerpt(line: bytes) -> str:
+    text = line.decode("utf-8", "replace")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    keys = ("mode", "attempt", "toolName", "outcome", "completion", "reason")
+    parts = [f"{k}={plan[k]}" for k in keys if k in plan]
+    if "results" in plan:
+        parts.append("results=" + ",".join(f"{r['toolName']}:{r['reason']}" for r in plan["results"]))
+    return f"{plan['type']} " + " ".join(parts)
+
+
+def _paint(text: str, colour: str | None, on: bool) -> str:
+    return f"\033[{colour}m{text}\033[0m" if on and colour else text
+
+
+def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
+    """The timeline as text; ``mark``: a line number to flag (where a kill landed)."""
+    bracket = {"": " ", "first": "┌", "middle": "│", "last": "└"}
+    out = []
+    for row in tl.rows:
+        seq = "" if row.seq is None else str(row.seq)
+        text = f"{row.line:>4} {bracket[row.position]} {seq:>4}  {row.name:<18} {row.detail}".rstrip()
+        if row.kind == "error":
+            text = f"{row.line:>4}   {seq:>4}  ✗ {row.name}: {row.detail}"
+        out.append(_paint(text, COLOURS.get(row.kind), colour))
+        if mark is not None and row.line == mark and row.position in ("", "last"):
+            out.append(_paint("     ── kill landed here ──", COLOURS["error"], colour))
+    if tl.unjudged:
+        out.append(f"          ({tl.unjudged} committed line(s) after the error, not judged)")
+    if tl.torn:
+        out.append(
+            _paint(
+                f"   ~ torn tail: {tl.torn} byte(s) after the last LF, not committed", COLOURS["torn"], colour
+            )
+        )
+    if tl.error is None:
+        out.append(f"reduces: ok; repairedLength {tl.repaired_length}")
+    else:
+        out.append(
+            _paint(f"reduces: no, {tl.error['code']} at line {tl.error['line']}", COLOURS["error"], colour)
+        )
+    if tl.state and tl.error is None:
+        s = tl.state
+        pending = f", pending tools: {', '.join(map(str, s['pendingTools']))}" if s["pendingTools"] else ""
+        out.append(
+            f"state: operation {s['operation']}, step {s['step']}, {s['transcript']} message(s){pending}"
+        )
+    if tl.plan is not None:
+        out.append(_paint(f"plan: {plan_text(tl.plan)}", COLOURS["plan"], colour))
+    return "\n".join(out)
+
+
+@dataclass
+class Diff:
+    common: int  # committed lines both logs share byte for byte
+    removed: list[Row]  # rows of the first log after the common part (a rewrite, if any)
+    added: list[Row]  # rows of the second log after the common part
+
+
+def diff(before: bytes, after: bytes) -> Diff:
+    """Where two logs part: recovery should only append, so ``removed`` is normally empty."""
+    a, b = before[: before.rfind(b"\n") + 1].splitlines(), after[: after.rfind(b"\n") + 1].splitlines()
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    rows_a, rows_b = timeline(before).rows, timeline(after).rows
+    return Diff(common, [r for r in rows_a if r.line > common], [r for r in rows_b if r.line > common])
+
+
+def render_diff(d: Diff, colour: bool = False) -> str:
+    out = [f"{d.common} committed line(s) in common"]
+    for sign, rows, paint in (("-", d.removed, COLOURS["error"]), ("+", d.added, COLOURS["entry"])):
+        for row in rows:
+            seq = "" if row.seq is None else str(row.seq)
+            out.append(
+                _paint(f"{sign} {row.line:>4} {seq:>4}  {row.name:<18} {row.detail}".rstrip(), paint, colour)
+            )
+    if not d.removed and not d.added:
+        out.append("no difference")
+    elif d.removed:
+        out.append(
+            _paint("committed lines differ: the second log rewrote the first", COLOURS["error"], colour)
+        )
+    return "\n".join(out)

@@ -1,0 +1,83 @@
+"""chaos explore: Hypothesis finds each reference bug with a fixed seed, and the shrunk scenario reproduces it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaos.cli import main
+from chaos.explore import scenarios, tool_names
+from chaos.scenario import load_scenario, write_scenario
+from chaos.target import REPO, load_target
+
+REFERENCE = REPO / "targets" / "reference.toml"
+# Each bug switch, and the seed that finds it quickly (Hypothesis is deterministic given a seed).
+BUGS = [
+    ("stale-assistant-calls", 1),
+    ("replay-never-tools", 1),
+    ("intent-after-effect", 1),
+    ("no-torn-tail-repair", 1),
+    ("unbounded-retry", 1),
+    ("skip-finish-on-resume", 1),
+]
+
+
+def _explore(
+    tmp: Path, bug: str | None, seed: int, examples: int, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    argv = ["explore", "--seed", str(seed), "--budget", "240", "--shrink-budget", "15"]
+    argv += ["--max-examples", str(examples), "--results", str(tmp)]
+    if bug:
+        argv += ["--target-env", f"TINY_REFERENCE_BUG={bug}"]
+    code = main(argv)
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("bug", "seed"), BUGS, ids=[b for b, _ in BUGS])
+def test_explore_finds_each_bug_and_the_shrunk_scenario_fails_the_same_check(
+    bug: str, seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _explore(tmp_path, bug, seed, 60, capsys)
+    assert code == 1, out
+    found = next(tmp_path.glob("found-*.toml"))
+    check = out.split("✗ ", 1)[1].split(":", 1)[0]
+    assert load_scenario(found).expect.derived
+    rerun = tmp_path / "rerun"
+    assert (
+        main(["run", str(found), "--target-env", f"TINY_REFERENCE_BUG={bug}", "--results", str(rerun)]) == 1
+    )
+    failed = [c["name"] for c in json.loads((rerun / "verdict.json").read_text())["checks"] if not c["ok"]]
+    assert check in failed, (check, failed)
+    assert (tmp_path / found.stem / "verdict.json").is_file(), "its run folder is kept"
+    assert list((tmp_path / "hypothesis").iterdir()), "the failure is remembered for the next night"
+
+
+def test_a_bounded_exploration_of_the_correct_agent_finds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _explore(tmp_path, None, 7, 15, capsys)
+    assert code == 0, out
+    assert "no failure found" in out
+
+
+def test_generated_scenarios_round_trip_through_toml(tmp_path: Path) -> None:
+    from hypothesis import given, settings
+
+    target = load_target(REFERENCE)
+
+    @settings(max_examples=50, deadline=None, database=None)
+    @given(scenarios(target, ["read", "write", "edit", "bash"]))
+    def round_trip(scenario: object) -> None:
+        path = tmp_path / "s.toml"
+        write_scenario(scenario, path)  # type: ignore[arg-type]
+        loaded = load_scenario(path)
+        assert loaded.turns == scenario.turns and loaded.crash == scenario.crash  # type: ignore[attr-defined]
+        assert loaded.then_crash == scenario.then_crash and loaded.change == scenario.change  # type: ignore[attr-defined]
+
+    round_trip()
+
+
+def test_the_strategies_only_call_the_targets_tools() -> None:
+    assert tool_names(load_target(REFERENCE), {}) == ["read", "write", "edit", "bash"]
