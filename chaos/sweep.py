@@ -30,7 +30,13 @@ from chaos.scenario import Crash, Scenario
 from chaos.target import Target
 from chaos.watch import Boundary, durable_boundaries
 
-KEEP = ("verdict.json", "reproduce", "prefix.jsonl", "final.jsonl", "current.json")  # a passing case's, without --keep-all
+KEEP = (
+    "verdict.json",
+    "reproduce",
+    "prefix.jsonl",
+    "final.jsonl",
+    "current.json",
+)  # a passing case's, without --keep-all
 
 
 @dataclass(frozen=True)

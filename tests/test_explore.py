@@ -16,7 +16,7 @@ REFERENCE = REPO / "targets" / "reference.toml"
 # Each bug switch, and the seed that finds it quickly (Hypothesis is deterministic given a seed).
 BUGS = [
     ("stale-assistant-calls", 1),
-    ("replay-never-tools", 1),
+    ("replay-never-tools", 3),
     ("intent-after-effect", 1),
     ("no-torn-tail-repair", 1),
     ("unbounded-retry", 1),
@@ -51,7 +51,9 @@ def test_explore_finds_each_bug_and_the_shrunk_scenario_fails_the_same_check(
     failed = [c["name"] for c in json.loads((rerun / "verdict.json").read_text())["checks"] if not c["ok"]]
     assert check in failed, (check, failed)
     assert (tmp_path / found.stem / "verdict.json").is_file(), "its run folder is kept"
-    assert list((tmp_path / "hypothesis").iterdir()), "the failure is remembered for the next night"
+    assert list((tmp_path / "fixtures" / "fixtures").glob("*.jsonl")), "its crash prefix is mined"
+    code, out = _explore(tmp_path, bug, seed + 1, 60, capsys)
+    assert code == 1 and "failure after 1 cycle(s)" in out, "the next night retries the past failure first"
 
 
 def test_a_bounded_exploration_of_the_correct_agent_finds_nothing(

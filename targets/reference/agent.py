@@ -83,6 +83,7 @@ class Agent:
             st = session.state
             plan = self._plan(st)
             kind = plan["type"]
+            finishing = plan["outcome"] if kind == "finish" and st.operation is not None else None
             try:
                 if kind == "blocked":
                     if plan["reason"] == "attempts_exhausted" and self.bug == "unbounded-retry":
@@ -113,6 +114,8 @@ class Agent:
                 else:
                     session.commit(*F.plan_facts(st, plan))
             except KeyboardInterrupt:
+                if finishing is not None and session.state.operation is None:
+                    return finishing, None  # SIGINT just after operationFinished: the outcome stands
                 self._abort(session)
 
     def _plan(self, st: SessionState) -> dict[str, Any]:
