@@ -10,6 +10,7 @@ definition or a replay declaration between a crash and the resume.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -126,6 +127,12 @@ def run_tool(name: str, arguments: dict[str, Any], workspace: Path, timeout: flo
     raise ToolFailure(f"unknown tool {name!r}")
 
 
+def _kill_group(pgid: int) -> None:
+    """SIGKILL a tool's process group; it may have ended on its own a moment ago."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def _bash(command: str, workspace: Path, timeout: float) -> str:
     proc = subprocess.Popen(
         ["bash", "-c", command],
@@ -138,11 +145,11 @@ def _bash(command: str, workspace: Path, timeout: float) -> str:
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         proc.communicate()
         raise ToolFailure(f"command timed out after {timeout:g}s") from None
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)  # an abort: nothing the tool started may survive it
+        _kill_group(proc.pid)  # an abort: nothing the tool started may survive it
         proc.wait()
         raise
     text = out.decode("utf-8", "replace")[:OUTPUT_CAP]
