@@ -28,6 +28,11 @@ def _sweep(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+def _parallel(results: Path, junit: Path, *extra: str) -> list[str]:
+    """Two workers, no mining, a results folder and a JUnit file: how these tests sweep."""
+    return ["-j", "2", "--results", str(results), "--junit", str(junit), "--mine", "none", *extra]
+
+
 def _summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
@@ -36,19 +41,7 @@ def test_a_sweep_crashes_every_boundary_exactly_and_reports_junit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     junit = tmp_path / "junit.xml"
-    code, out = _sweep(
-        capsys,
-        SECTION8,
-        DEPLOY,
-        "-j",
-        "2",
-        "--results",
-        str(tmp_path / "r"),
-        "--junit",
-        str(junit),
-        "--mine",
-        "none",
-    )
+    code, out = _sweep(capsys, SECTION8, DEPLOY, *_parallel(tmp_path / "r", junit))
     assert code == 0, out
     summary = _summary(tmp_path / "r")
     assert summary["findings"] == 0 and summary["precision"] == 1.0
@@ -73,18 +66,7 @@ def test_a_sweep_with_a_bug_switch_finds_it(
     junit = tmp_path / "junit.xml"
     path = str(REPO / "scenarios" / f"{scenario}.toml")
     code, out = _sweep(
-        capsys,
-        path,
-        "-j",
-        "2",
-        "--results",
-        str(tmp_path / "r"),
-        "--junit",
-        str(junit),
-        "--mine",
-        "none",
-        "--target-env",
-        f"TINY_REFERENCE_BUG={bug}",
+        capsys, path, *_parallel(tmp_path / "r", junit, "--target-env", f"TINY_REFERENCE_BUG={bug}")
     )
     assert code == 1, out
     failures = ET.parse(junit).getroot().iter("failure")
