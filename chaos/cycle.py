@@ -243,6 +243,11 @@ def render(verdict: Verdict) -> str:
                 f"  {phase.name}: crash at {phase.crash}: {_landing(phase)}"
                 + (f" ({phase.mechanism})" if phase.reached else "")
                 + f", log {phase.log_after} bytes, {len(phase.kill.killed)} process(es) killed"
+                + (
+                    f" ({len(phase.kill.escaped_group)} outside its process group)"
+                    if phase.kill.escaped_group
+                    else ""
+                )
             )
         else:
             appended = phase.log_after - phase.log_before

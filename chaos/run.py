@@ -82,6 +82,8 @@ class Launch:
 
     def _main(self, started: threading.Event) -> None:
         try:
+            if self.exact and not trace.exact_kills_available():
+                raise OSError("exact kills were asked for, but ptrace and seccomp are not available here")
             with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
                 proc = subprocess.Popen(
                     self.argv,
@@ -93,7 +95,7 @@ class Launch:
                     start_new_session=True,
                     preexec_fn=trace.child_setup() if self.exact else None,
                 )
-        except OSError as err:
+        except Exception as err:  # a failed start must never leave the caller waiting
             self._error = err
             started.set()
             self._exited.set()
@@ -190,6 +192,8 @@ class Launch:
 
     def finish(self) -> KillReport:
         """Kill whatever is left of the tree and wait until it is gone; survivors are a finding."""
+        if self.exact and self._gone.is_set():
+            return self.report  # the tracer saw every process of the tree exit: nothing is left
         leftovers = [] if self.stopped else [pid for pid in self.pids if pid != self.pid and alive(pid)]
         found = signal_tree(self.pid, self.pids)
         self.report.killed += found.killed

@@ -9,6 +9,7 @@ filters and the n-th occurrence.
 from __future__ import annotations
 
 import glob
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,11 @@ class Watch:
             if not found:
                 return b""
             self.path = Path(found[0])
+        try:
+            if os.stat(self.path).st_size == self.offset:
+                return b""  # nothing appended since the last look (the common case at a trap)
+        except FileNotFoundError:
+            return b""
         with self.path.open("rb") as handle:
             handle.seek(self.offset)
             data = handle.read()
