@@ -218,3 +218,32 @@ def test_the_pytest_plugin_turns_cases_into_items(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1
     assert "✗ final log reduces: expected ok, got INVALID_TRANSITION" in bad.stdout
+
+
+def test_depth_2_crashes_each_recovery_within_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    scenario = str(REPO / "scenarios" / "open-attempt-retry.toml")
+    code, out = _sweep(
+        capsys,
+        scenario,
+        "--depth",
+        "2",
+        "--budget",
+        "60",
+        "-j",
+        "2",
+        "--results",
+        str(tmp_path / "r"),
+        "--mine",
+        str(corpus),
+    )
+    assert code == 0, out
+    summary = _summary(tmp_path / "r")
+    during_recovery = [v for v in summary["verdicts"] if v["thenCrash"]]
+    assert during_recovery, "cases that crash the recovery too"
+    assert all(v["case"].count(" then ") == 1 for v in during_recovery)
+    assert any("-recovery-" in p.name for p in (corpus / "provenance").glob("*.json")), (
+        "recovery prefixes are mined"
+    )

@@ -10,7 +10,11 @@ torn tail.
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,6 +260,36 @@ def _header(value: Any) -> SessionState:
     return SessionState(value)
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while bytes are reduced.
+
+    The reducer builds no reference cycles (reference counting frees all it
+    drops; a test pins this), so the collector's periodic scans of a growing
+    state are pure cost, and they grow with the heap: with them, 16x the bytes
+    took 18-21x the time; without, 16-17x. Pauses nest across threads; the last
+    one out restores the collector as it found it.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 class Reducer:
     """Incremental reducer: ``feed`` bytes as the log grows; ``result`` is what ``reduce`` returns."""
 
@@ -272,6 +306,10 @@ class Reducer:
     def feed(self, data: bytes) -> None:
         if self.error is not None:
             return
+        with _cyclic_gc_paused():
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
         start, size = 0, len(data)
         while start < size:
             nl = data.find(b"\n", start)
