@@ -188,7 +188,7 @@ class Exploration:
             shutil.rmtree(folder, ignore_errors=True)
             return
         if self.first_failure is None:
-            self.first_failure, self.cycles_to_failure = elapsed, self.cycles
+            self.first_failure, self.cycles_to_failure = time.monotonic() - self.started, self.cycles
         self.failure = (scenario, verdict)
         error = self._finding(failed[0].name)(
             f"{failed[0].name}: expected {failed[0].expected}, got {failed[0].got}"
