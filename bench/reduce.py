@@ -1,16 +1,22 @@
 """Reducer throughput and scaling: one-shot and incremental, on logs of 1x, 4x and 16x N operations.
 
-Run: python bench/reduce.py [--base N]. Prints MB/s per size and mode, the time
-growth ratio against the byte growth ratio (linear means 16x the bytes in at
-most 18x the time), and the cost of a writer's candidate commit early and late
-in a long log (commit 10,000 must cost what commit 10 costs).
+Run: python bench/reduce.py [--base N] [--instructions]. Prints MB/s per size and
+mode, the time growth ratio against the byte growth ratio (linear means 16x the
+bytes in at most 18x the time), with --instructions the instruction-count ratio
+under callgrind (immune to machine noise), and the cost of a writer's candidate
+commit early and late in a long log (commit 10,000 must cost what commit 10 costs).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from chaos.contract import Reducer
 from chaos.contract import facts as F
@@ -55,11 +61,43 @@ def _commit_cost(data: bytes, samples: int = 200) -> float:
     return (time.perf_counter() - start) / (3 * samples)
 
 
+def _instructions(path: str, reduce_it: bool) -> int:
+    """Instructions callgrind counts for one process that reads ``path`` (and reduces it)."""
+    code = "import sys; from chaos.contract import Reducer; d = open(sys.argv[1], 'rb').read()"
+    if reduce_it:
+        code += "; r = Reducer(); r.feed(d); r.result()"
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code, path],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))  # type: ignore[union-attr]
+
+
+def instruction_ratio(small: bytes, large: bytes) -> None:
+    """Instruction counts (callgrind) are what noise cannot move: the algorithm's own growth."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, data in (("small", small), ("large", large)):
+            paths.append(str(Path(tmp) / f"{name}.jsonl"))
+            Path(paths[-1]).write_bytes(data)
+        base = _instructions(paths[0], False)
+        counts = [_instructions(p, True) - base for p in paths]
+    print(
+        f"instructions (callgrind, minus start-up): {counts[0] / 1e6:.0f}M vs {counts[1] / 1e6:.0f}M, "
+        f"{counts[1] / counts[0]:.2f}x for {len(large) / len(small):.2f}x the bytes"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", type=int, default=420, help="operations in the 1x log")
     parser.add_argument(
         "--rounds", type=int, default=7, help="interleaved timing rounds (the minimum is kept)"
+    )
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions under callgrind (minutes)"
     )
     args = parser.parse_args()
     logs = {factor: synthesize(random.Random(factor), args.base * factor) for factor in (1, 4, 16)}
@@ -87,6 +125,8 @@ def main() -> None:
         "linear (time ratio <= 18x for ~16x bytes):",
         o16 / o1 <= 18 * (b16 / b1) / 16 and i16 / i1 <= 18 * (b16 / b1) / 16,
     )
+    if args.instructions:
+        instruction_ratio(logs[1], logs[16])
     small = synthesize(random.Random(7), 3)
     large = synthesize(random.Random(16), args.base * 16)
     early, late = _commit_cost(small), _commit_cost(large)
