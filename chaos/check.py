@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
-from chaos.contract.framing import committed_facts
+from chaos.contract.framing import committed_facts, committed_length
 from chaos.run import Phase
 from chaos.scenario import Scenario
 from chaos.watch import kind_of
@@ -66,7 +66,7 @@ def _error_text(reducer: Reducer) -> str:
 
 def _committed(data: bytes) -> bytes:
     """The bytes up to the last LF: a torn tail is never committed, corrupt or not."""
-    return data[: data.rfind(b"\n") + 1]
+    return data[: committed_length(data)]
 
 
 def _plan(data: bytes, current: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -55,9 +55,7 @@ def load_current(path: str) -> dict[str, Any]:
 
 
 def _reduce_file(path: str) -> Reducer:
-    reducer = Reducer()
-    reducer.feed(_read(path))
-    return reducer
+    return Reducer.of(_read(path))
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:

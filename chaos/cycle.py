@@ -125,8 +125,7 @@ def _dump(path: Path, value: Any) -> None:
 
 
 def _oracle(folder: Path, name: str, log: bytes, current: dict[str, Any] | None) -> None:
-    reducer = Reducer()
-    reducer.feed(log)
+    reducer = Reducer.of(log)
     _dump(folder / f"{name}.reduce.json", reducer.result())
     if current is not None and reducer.state is not None and reducer.error is None:
         _dump(folder / f"{name}.plan.json", plan_recovery(reducer.state, current))

@@ -27,19 +27,13 @@ import orjson
 
 from chaos import __version__
 from chaos.contract import ContractError, Reducer, digest, plan_recovery
-from chaos.contract.framing import committed_facts, facts_of
+from chaos.contract.framing import committed_facts, committed_length, facts_of
 from chaos.cycle import Verdict
 from chaos.watch import kind_of
 
 UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 STAMP = re.compile(rb'"(timestamp|createdAt)":(\d+)')
 BASE_TIME = 1_700_000_000_000
-
-
-def _reduced(log: bytes) -> Reducer:
-    reducer = Reducer()
-    reducer.feed(log)
-    return reducer
 
 
 def _fact_shape(fact: dict[str, Any]) -> list[Any]:
@@ -79,13 +73,13 @@ def _plan_shape(plan: dict[str, Any] | None) -> list[Any] | None:
 
 def signature(log: bytes, current: dict[str, Any] | None) -> str:
     """What recovery depends on in ``log``, hashed; equal for crashes recovery cannot tell apart."""
-    reducer = _reduced(log)
+    reducer = Reducer.of(log)
     result = reducer.result()
     error = result.get("error")
     plan = plan_recovery(reducer.state, current) if current and result["ok"] and reducer.state else None
     shape = [
         [_fact_shape(f) for f in committed_facts(log, reducer.line)],
-        len(log) > log.rfind(b"\n") + 1,  # a torn tail
+        len(log) > committed_length(log),  # a torn tail
         error["code"] if error else None,
         _plan_shape(plan),
     ]
@@ -202,7 +196,7 @@ class Miner:
         for folder in (fixtures, planner, provenance):
             folder.mkdir(parents=True, exist_ok=True)
         renamed, renaming = normalize(log)
-        reducer = _reduced(renamed)
+        reducer = Reducer.of(renamed)
         (fixtures / f"{name}.jsonl").write_bytes(renamed)
         _write_json(fixtures / f"{name}.expected.json", reducer.result())
         _add_to_manifest(

@@ -89,8 +89,7 @@ def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:
             f"{world.target.path}: derives its configuration from the log, so a scenario cannot change "
             "the model or tools; give the target a configuration command"
         )
-    reducer = Reducer()
-    reducer.feed(log)
+    reducer = Reducer.of(log)
     digest, definitions = "", {}
     for fact in committed_facts(log, reducer.line):
         record = fact.get("record", {})

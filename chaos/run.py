@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import trace
+from chaos.contract.framing import committed_length
 from chaos.kill import KillReport, Trigger, alive, signal_tree, wait_gone
 from chaos.scenario import Configuration, Crash
 from chaos.world.build import World
@@ -265,8 +266,7 @@ def _committed_length(world: World) -> int:
     path = world.log_path()
     if path is None:
         return 0
-    data = path.read_bytes()
-    return data.rfind(b"\n") + 1
+    return committed_length(path.read_bytes())
 
 
 def run_phase(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
-from chaos.contract.framing import FramingError, facts_of, parse_line
+from chaos.contract.framing import FramingError, committed_length, facts_of, parse_line
 from chaos.watch import kind_of
 
 COLOURS = {"record": "36", "entry": "32", "usage": "90", "error": "31;1", "torn": "33", "plan": "35;1"}
@@ -111,10 +111,9 @@ def _summary(reducer: Reducer) -> dict[str, Any] | None:
 
 
 def timeline(data: bytes, current: dict[str, Any] | None = None) -> Timeline:
-    reducer = Reducer()
-    reducer.feed(data)
+    reducer = Reducer.of(data)
     result = reducer.result()
-    tl = Timeline(error=result.get("error"), repaired_length=data.rfind(b"\n") + 1)
+    tl = Timeline(error=result.get("error"), repaired_length=committed_length(data))
     tl.torn = len(data) - tl.repaired_length
     for number, line in enumerate(data[: tl.repaired_length].splitlines(), 1):
         if tl.error is not None and number >= tl.error["line"]:
@@ -203,7 +202,8 @@ class Diff:
 
 def diff(before: bytes, after: bytes) -> Diff:
     """Where two logs part: recovery should only append, so ``removed`` is normally empty."""
-    a, b = before[: before.rfind(b"\n") + 1].splitlines(), after[: after.rfind(b"\n") + 1].splitlines()
+    a = before[: committed_length(before)].splitlines()
+    b = after[: committed_length(after)].splitlines()
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1

@@ -69,10 +69,15 @@ def facts_of(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def committed_length(data: bytes) -> int:
+    """Bytes up to and including the last LF: what is committed; anything after is a torn tail."""
+    return data.rfind(b"\n") + 1
+
+
 def committed_facts(data: bytes, lines: int | None = None) -> list[dict[str, Any]]:
     """The facts of the committed lines after the header (the first ``lines`` lines, when given).
 
     Only for bytes the reducer has accepted up to that line; nothing is re-validated.
     """
-    body = data[: data.rfind(b"\n") + 1].splitlines()[1 : None if lines is None else lines]
+    body = data[: committed_length(data)].splitlines()[1 : None if lines is None else lines]
     return [fact for line in body for fact in facts_of(orjson.loads(line))]

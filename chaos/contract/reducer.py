@@ -302,6 +302,13 @@ class Reducer:
         self._j = _Journal()
         self._error_seq: int | None = None  # seq of the fact being checked, for error reports
 
+    @classmethod
+    def of(cls, data: bytes) -> Reducer:
+        """A reducer that has read ``data``: its state, error and tail, to inspect or feed further."""
+        reducer = cls()
+        reducer.feed(data)
+        return reducer
+
     # -- framing -------------------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
         if self.error is not None:
@@ -736,6 +743,4 @@ class Reducer:
 
 def reduce(data: bytes) -> dict[str, Any]:
     """Reduce a whole session log to the golden ``expected.json`` shape."""
-    reducer = Reducer()
-    reducer.feed(data)
-    return reducer.result()
+    return Reducer.of(data).result()

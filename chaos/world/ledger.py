@@ -28,8 +28,7 @@ def pending_intents(log_glob: str) -> list[str]:
     """toolStartedIds that are durable and still without a result, across the matching logs."""
     pending: list[str] = []
     for path in sorted(glob.glob(log_glob)):
-        reducer = Reducer()
-        reducer.feed(Path(path).read_bytes())
+        reducer = Reducer.of(Path(path).read_bytes())
         op = reducer.state.operation if reducer.state is not None else None
         if op is not None:
             pending += [tc.tool_started_id for tc in op.tool_calls if tc.status == "pending"]

@@ -69,8 +69,7 @@ class SessionFile:
         except BlockingIOError:
             os.close(fd)
             raise SessionUnusable(f"session {session_id} is open in another writer") from None
-        reducer = Reducer()
-        reducer.feed(Path(path).read_bytes())
+        reducer = Reducer.of(Path(path).read_bytes())
         result = reducer.result()
         if not result["ok"]:
             error = result["error"]
