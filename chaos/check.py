@@ -9,13 +9,16 @@ reads as a finding a person can act on.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import committed_facts, committed_length
 from chaos.run import Phase
 from chaos.scenario import Scenario
+from chaos.show import detail, plan_text
 from chaos.watch import kind_of
 
 
@@ -45,10 +48,10 @@ class Evidence:
     setup: Phase | None = None  # the clean run before a compaction scenario's crash
 
 
+@lru_cache(maxsize=32)
 def _reduced(data: bytes) -> Reducer:
-    reducer = Reducer()
-    reducer.feed(data)
-    return reducer
+    """The checks read the same few logs many times over; each is reduced once. Read only."""
+    return Reducer.of(data)
 
 
 def _facts(data: bytes) -> list[dict[str, Any]]:
@@ -85,19 +88,32 @@ def _subset(expected: Any, got: Any) -> bool:
     return expected == got
 
 
-def _final(ev: Evidence) -> bytes:
-    """The log after the last recovery (the idempotence rerun aside)."""
+def _last_recovery(ev: Evidence) -> int | None:
+    """Index of the last resume that recovered (the idempotence rerun aside), if any ran."""
     recoveries = [i for i, p in enumerate(ev.resumes) if p.name != "resume-again"]
-    return ev.logs[recoveries[-1]] if recoveries else ev.prefix
+    return recoveries[-1] if recoveries else None
+
+
+def _final(ev: Evidence) -> bytes:
+    """The log after the last recovery."""
+    last = _last_recovery(ev)
+    return ev.prefix if last is None else ev.logs[last]
 
 
 def _ending(ev: Evidence) -> tuple[Phase, bytes]:
     """The process that ended the operation (its exit status tells how), and the log it left."""
-    recoveries = [i for i, p in enumerate(ev.resumes) if p.name != "resume-again"]
+    last = _last_recovery(ev)
     killed = ev.start.reached and ev.scenario.crash is not None and ev.scenario.crash.signal == "SIGKILL"
-    if not killed or not recoveries:
+    if not killed or last is None:
         return ev.start, ev.prefix
-    return ev.resumes[recoveries[-1]], ev.logs[recoveries[-1]]
+    return ev.resumes[last], ev.logs[last]
+
+
+def _transitions(ev: Evidence) -> Iterator[tuple[Phase, bytes, bytes]]:
+    """Each resume with the committed log it started from and the log it left."""
+    snapshots = [ev.prefix, *ev.logs]
+    for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
+        yield phase, _committed(before), after
 
 
 def check_crash(ev: Evidence) -> list[Check]:
@@ -168,12 +184,7 @@ def check_recovery(ev: Evidence) -> list[Check]:
         )
     reducer = _reduced(final)
     checks.append(Check("final log reduces", reducer.error is None, "ok", _error_text(reducer)))
-    snapshots = [ev.prefix, *ev.logs]
-    rewrites = [
-        phase.name
-        for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True)
-        if not after.startswith(_committed(before))
-    ]
+    rewrites = [phase.name for phase, before, after in _transitions(ev) if not after.startswith(before)]
     checks.append(
         Check(
             "append-only: committed bytes are never rewritten",
@@ -182,8 +193,8 @@ def check_recovery(ev: Evidence) -> list[Check]:
             f"rewritten by {', '.join(rewrites)}" if rewrites else "ok",
         )
     )
-    for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
-        planned = _plan(_committed(before), ev.current) or {}
+    for phase, before, after in _transitions(ev):
+        planned = _plan(before, ev.current) or {}
         if planned.get("type") == "blocked":
             checks.append(
                 Check(
@@ -193,23 +204,13 @@ def check_recovery(ev: Evidence) -> list[Check]:
                     f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
                 )
             )
-            appended = len(after) - len(_committed(before))
+            appended = len(after) - len(before)
             checks.append(
                 Check(f"blocked {phase.name} appended nothing", appended == 0, "0 bytes", f"{appended} bytes")
             )
     if outcome != "blocked" and reducer.error is None:
         checks.append(_idle_and_terminal(final, reducer))
     return checks
-
-
-def _describe(fact: dict[str, Any] | None) -> str:
-    if fact is None:
-        return "nothing"
-    name, body = kind_of(fact)
-    detail = {k: body[k] for k in ("attempt", "toolName", "toolIndex", "outcome") if k in body}
-    if "result" in body:
-        detail["result"] = body["result"].get("reason") or body["result"]["type"]
-    return f"{name} {detail}" if detail else name
 
 
 def carried_out(plan: dict[str, Any], appended: list[dict[str, Any]]) -> bool:
@@ -249,33 +250,24 @@ def carried_out(plan: dict[str, Any], appended: list[dict[str, Any]]) -> bool:
 def check_plans_followed(ev: Evidence) -> list[Check]:
     """Each resume's first appended facts carry out the oracle's plan for the log it started from."""
     checks = []
-    snapshots = [ev.prefix, *ev.logs]
-    for phase, before, after in zip(ev.resumes, snapshots[:-1], snapshots[1:], strict=True):
-        committed = _committed(before)
-        reducer = _reduced(committed)
+    for phase, before, after in _transitions(ev):
+        reducer = _reduced(before)
         if reducer.error is not None or reducer.state is None or ev.current is None:
             continue
         plan = plan_recovery(reducer.state, ev.current)
         if plan["type"] == "finish" and reducer.state.operation is None:
             continue  # idle: nothing to carry out
-        appended = _facts(after)[len(_facts(committed)) :]
+        appended = _facts(after)[len(_facts(before)) :]
+        first = appended[0] if appended else None
         checks.append(
             Check(
                 f"{phase.name} carried out the oracle's plan",
                 carried_out(plan, appended),
-                _plan_text(plan),
-                _describe(appended[0] if appended else None),
+                plan_text(plan),
+                f"{kind_of(first)[0]} {detail(first)}".rstrip() if first else "nothing",
             )
         )
     return checks
-
-
-def _plan_text(plan: dict[str, Any]) -> str:
-    keys = ("mode", "attempt", "toolName", "outcome", "reason")
-    detail = {k: plan[k] for k in keys if k in plan}
-    if "results" in plan:
-        detail["results"] = [r["reason"] for r in plan["results"]]
-    return f"{plan['type']} {detail}"
 
 
 def _idle_and_terminal(final: bytes, reducer: Reducer) -> Check:
