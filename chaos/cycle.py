@@ -110,14 +110,15 @@ def _landing(phase: Phase) -> str:
     return f"{phase.late_facts} committed fact(s) after the boundary"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")[:80]
+def slug(text: str, limit: int = 80) -> str:
+    """A file name for a case or boundary: letters, digits and ``.=-`` kept, every other run ``_``."""
+    return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")[:limit]
 
 
 def default_folder(scenario: Scenario) -> Path:
     crash = str(scenario.crash.boundary) if scenario.crash else "clean"
     stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    return RESULTS / f"{_slug(scenario.name)}-{_slug(crash)}-{stamp}"
+    return RESULTS / f"{slug(scenario.name)}-{slug(crash)}-{stamp}"
 
 
 def _dump(path: Path, value: Any) -> None:

@@ -26,7 +26,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Unsatisfiable
 
 from chaos.cycle import Verdict, run_case
-from chaos.mine import Miner
+from chaos.mine import Miner, kebab
 from chaos.resume import target_current
 from chaos.scenario import Configuration, Crash, Expect, Scenario, load_scenario, write_scenario
 from chaos.target import Target
@@ -244,7 +244,7 @@ class Exploration:
         if scenario.path.name.startswith("found-") and scenario.path.parent == self.results:
             return scenario.path  # a past failure that still fails: it is written already
         check = next(c for c in verdict.checks if not c.ok).name
-        stem = "found-" + re.sub(r"[^a-z0-9]+", "-", check.lower()).strip("-")[:60]
+        stem = "found-" + kebab(check)[:60]
         path = self.results / f"{stem}.toml"
         write_scenario(scenario, path)
         run_folder = self.results / stem

@@ -224,10 +224,13 @@ class Miner:
         )
 
 
+def kebab(text: str) -> str:
+    """A fixture or scenario name: lower case, every run of other characters one dash."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 def _name(root: Path, scenario: str, boundary: str, recovery: bool) -> str:
-    base = re.sub(
-        r"[^a-z0-9]+", "-", f"{scenario}-{'recovery-' if recovery else ''}{boundary}".lower()
-    ).strip("-")
+    base = kebab(f"{scenario}-{'recovery-' if recovery else ''}{boundary}")
     name, n = base, 1
     while (root / "provenance" / f"{name}.json").exists():
         n += 1

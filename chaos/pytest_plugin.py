@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from chaos.cycle import render, run_case
+from chaos.cycle import render, run_case, slug
 from chaos.scenario import Crash, Scenario, load_scenario
 from chaos.spec import SpecError
 from chaos.sweep import phase_boundaries
@@ -110,8 +110,9 @@ class ChaosCase(pytest.Item):
     def runtest(self) -> None:
         assert isinstance(self.parent, ChaosScenario)
         scenario, target = self.parent._load()
-        slug = "".join(c if c.isalnum() or c in "=.-" else "_" for c in self.name)
-        folder = Path(self.config.getoption("chaos_results")) / "cases" / f"{scenario.name}-{slug}"
+        folder = (
+            Path(self.config.getoption("chaos_results")) / "cases" / slug(f"{scenario.name}-{self.name}", 150)
+        )
         verdict = run_case(scenario.with_crash(self.crash), target, _env(self.config), folder)
         if not verdict.ok:
             raise ChaosFinding(render(verdict))

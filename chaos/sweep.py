@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from chaos import run
-from chaos.cycle import Verdict, run_case, save_verdict
+from chaos.cycle import Verdict, run_case, save_verdict, slug
 from chaos.report import read_journal
 from chaos.scenario import Crash, Scenario
 from chaos.target import Target
@@ -100,8 +100,7 @@ class Sweep:
         return self.budget is not None and time.monotonic() - self.started > self.budget
 
     def folder(self, case: Case) -> Path:
-        slug = "".join(c if c.isalnum() or c in "=.-" else "_" for c in case.id)[:150]
-        return self.results / "cases" / slug
+        return self.results / "cases" / slug(case.id, 150)
 
     def load_journal(self) -> None:
         if self.resume and self.journal.exists():

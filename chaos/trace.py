@@ -49,7 +49,6 @@ SYSCALLS = {
 }
 
 ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
-Check = Callable[[], bool]  # called with every process of the target stopped; True: stop it for good
 
 
 def _filter_program(arch: int, calls: dict[int, int]) -> bytes:
