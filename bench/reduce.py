@@ -2,20 +2,24 @@
 
 Run: python bench/reduce.py [--base N] [--instructions]. Prints MB/s per size and
 mode, the time growth ratio against the byte growth ratio (linear means 16x the
-bytes in at most 18x the time), with --instructions the instruction-count ratio
-under callgrind (immune to machine noise), and the cost of a writer's candidate
-commit early and late in a long log (commit 10,000 must cost what commit 10 costs).
+bytes in at most 18x the time), the memory the reduced state keeps and how many
+containers Python's cyclic collector must scan in it (both should grow with the
+bytes, no faster), with --instructions the instruction-count ratio under
+callgrind (immune to machine noise), and the cost of a writer's candidate commit
+early and late in a long log (commit 10,000 must cost what commit 10 costs).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from chaos.contract import Reducer
@@ -59,6 +63,20 @@ def _commit_cost(data: bytes, samples: int = 200) -> float:
         writer.commit(F.abort_requested(op, "model"))
         writer.commit(F.operation_finished(op, {"outcome": "aborted"}))
     return (time.perf_counter() - start) / (3 * samples)
+
+
+def _footprint(data: bytes) -> tuple[int, int]:
+    """Bytes the reduced state keeps (tracemalloc) and the containers in it the cyclic collector tracks."""
+    gc.collect()
+    before = len(gc.get_objects())
+    tracemalloc.start()
+    reducer = Reducer.of(data)
+    kept = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    gc.collect()
+    tracked = len(gc.get_objects()) - before
+    assert reducer.error is None
+    return kept, tracked
 
 
 def _instructions(path: str, reduce_it: bool) -> int:
@@ -124,6 +142,12 @@ def main() -> None:
     print(
         "linear (time ratio <= 18x for ~16x bytes):",
         o16 / o1 <= 18 * (b16 / b1) / 16 and i16 / i1 <= 18 * (b16 / b1) / 16,
+    )
+    (kept1, tracked1), (kept16, tracked16) = _footprint(logs[1]), _footprint(logs[16])
+    print(
+        f"state kept: {kept1 / 1e6:.1f} MB vs {kept16 / 1e6:.1f} MB ({kept16 / kept1:.1f}x; "
+        f"{kept16 / b16:.2f} bytes per log byte), collector-tracked containers {tracked1} vs {tracked16} "
+        f"({tracked16 / tracked1:.1f}x)"
     )
     if args.instructions:
         instruction_ratio(logs[1], logs[16])

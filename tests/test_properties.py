@@ -143,22 +143,3 @@ closed_values = st.recursive(
 def test_fast_canonical_form_is_rfc8785_on_the_closed_domain(value: Any) -> None:
     assert canonical_closed(value) == canonical(value)
 
-
-def test_reducing_builds_no_reference_cycles_and_restores_the_collector() -> None:
-    """Why the reducer may pause the cyclic collector: nothing it builds needs it."""
-    import gc
-    import random
-
-    from chaos.contract.synth import synthesize
-
-    data = synthesize(random.Random(3), 60)
-    for enabled in (True, False):
-        gc.collect()
-        (gc.enable if enabled else gc.disable)()
-        reducer = Reducer()
-        reducer.feed(data)
-        assert reducer.result()["ok"]
-        assert gc.isenabled() is enabled, "the collector is left as it was found"
-        del reducer
-        gc.enable()
-        assert gc.collect() == 0, "no garbage cycles: reference counting freed everything"

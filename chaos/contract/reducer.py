@@ -6,15 +6,19 @@ rejected transaction costs time proportional to itself, never a copy of the
 state, and a whole log reduces in linear time. ``Reducer.feed`` accepts bytes in
 any chunking: only complete (LF-terminated) lines are committed, the rest is the
 torn tail.
+
+The state keeps only what a later fact can be checked against: the transcript
+and active context, and the open operation in full. A finished operation leaves
+behind just its ids (entry kinds, operation ids, the owners of attempts and tool
+calls, all strings). So a long log's state is about its transcript, and Python's
+cyclic collector, which rescans every container the state holds, has little to
+scan: keeping finished operations whole gave it five times as many containers,
+and the collector's scans of it pushed 16x the bytes past 18x the time.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +135,7 @@ class Operation:
     result_entry_id: str | None = None
     compacted: list[str] = field(default_factory=list)
     retained: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: dict[str, ToolCall] = field(default_factory=dict)  # by toolStartedId, in log order
     abort_requested: bool = False
     step: Step | None = None
     assistant: Assistant | None = None
@@ -147,7 +151,7 @@ class Operation:
         out: dict[str, Any] = {"kind": self.kind, "operationId": self.operation_id}
         if self.kind == "run":
             out["inputEntryId"] = self.input_entry_id
-            out["toolCalls"] = [tc.to_json() for tc in self.tool_calls]
+            out["toolCalls"] = [tc.to_json() for tc in self.tool_calls.values()]
         else:
             out["inputThroughEntryId"] = self.input_entry_id
             out["resultEntryId"] = self.result_entry_id
@@ -155,12 +159,6 @@ class Operation:
         if self.step is not None:
             out["step"] = self.step.to_json()
         return out
-
-
-@dataclass(slots=True)
-class Entry:
-    kind: str  # user | assistant | tool | synthetic | compaction
-    message: dict[str, Any] | None
 
 
 class _Journal:
@@ -226,15 +224,15 @@ class SessionState:
         self.seq = 0
         self.ids: set[str] = {header["id"]}
         self.reservations: dict[str, Any] = {}
-        self.entries: dict[str, Entry] = {}
+        self.entries: dict[str, str] = {}  # entry id -> user | assistant | tool | synthetic | compaction
         self.transcript: list[dict[str, Any]] = []
         self.active: list[tuple[str, dict[str, Any]]] = []
         self.active_hash = (hashlib.sha256(b"["), 0)  # running JCS digest over active[:n]
         self.boundary: str | None = None
         self.usage = (0, 0, 0, 0)
-        self.operations: dict[str, Operation] = {}
+        self.operation_ids: set[str] = set()
         self.attempts: dict[str, str] = {}
-        self.started: dict[str, ToolCall] = {}
+        self.tool_owners: dict[str, str] = {}  # toolStartedId -> operation id
         self.used_inputs: set[str] = set()
         self.operation: Operation | None = None
         self.last_assistant: Assistant | None = None
@@ -260,36 +258,6 @@ def _header(value: Any) -> SessionState:
     return SessionState(value)
 
 
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while bytes are reduced.
-
-    The reducer builds no reference cycles (reference counting frees all it
-    drops; a test pins this), so the collector's periodic scans of a growing
-    state are pure cost, and they grow with the heap: with them, 16x the bytes
-    took 18-21x the time; without, 16-17x. Pauses nest across threads; the last
-    one out restores the collector as it found it.
-    """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 class Reducer:
     """Incremental reducer: ``feed`` bytes as the log grows; ``result`` is what ``reduce`` returns."""
 
@@ -313,10 +281,6 @@ class Reducer:
     def feed(self, data: bytes) -> None:
         if self.error is not None:
             return
-        with _cyclic_gc_paused():
-            self._feed(data)
-
-    def _feed(self, data: bytes) -> None:
         start, size = 0, len(data)
         while start < size:
             nl = data.find(b"\n", start)
@@ -436,14 +400,16 @@ class Reducer:
     def _current(st: SessionState, operation_id: str, kind: str | None = None) -> Operation:
         op = st.operation
         if op is None or op.operation_id != operation_id:
-            raise _Violation("INVALID_TRANSITION" if operation_id in st.operations else "INVALID_REFERENCE")
+            raise _Violation(
+                "INVALID_TRANSITION" if operation_id in st.operation_ids else "INVALID_REFERENCE"
+            )
         if kind is not None and op.kind != kind:
             raise _Violation("INVALID_TRANSITION")
         return op
 
     def _model_visible(self, st: SessionState, fid: str, kind: str, message: dict[str, Any]) -> None:
         j = self._j
-        j.put(st.entries, fid, Entry(kind, message))
+        j.put(st.entries, fid, kind)
         j.append(st.transcript, message)
         j.append(st.active, (fid, message))
         j.set(st, "boundary", fid)
@@ -451,8 +417,7 @@ class Reducer:
     @staticmethod
     def _named_call(st: SessionState, op: Operation, body: dict[str, Any]) -> tuple[Assistant, int]:
         """The current assistant entry and call index that ``body`` names (assistantEntryId, toolIndex)."""
-        target = st.entries.get(body["assistantEntryId"])
-        if target is None or target.kind != "assistant":
+        if st.entries.get(body["assistantEntryId"]) != "assistant":
             raise _Violation("INVALID_REFERENCE")
         assistant = op.assistant
         if assistant is None or assistant.entry_id != body["assistantEntryId"]:
@@ -502,8 +467,8 @@ class Reducer:
         op = st.operation
         if op is None or op.kind != "run":
             raise _Violation("INVALID_TRANSITION")
-        call = st.started.get(entry["toolStartedId"])
-        if call is None or call["operationId"] != op.operation_id:
+        call = op.tool_calls.get(entry["toolStartedId"])
+        if call is None:
             raise _Violation("INVALID_REFERENCE")
         assistant = op.assistant
         if call.status != "pending" or assistant is None or call["assistantEntryId"] != assistant.entry_id:
@@ -561,7 +526,7 @@ class Reducer:
         j.set(step, "status", "settled")
         j.set(step, "settled_entry_id", fid)
         summary = {"role": "user", "content": COMPACTED_PREFIX + entry["summary"]}
-        j.put(st.entries, fid, Entry("compaction", summary))
+        j.put(st.entries, fid, "compaction")
         j.set(st, "active", [(fid, summary), *((r["sourceEntryId"], r["message"]) for r in tail)])
         j.set(st, "active_hash", (hashlib.sha256(b"["), 0))
 
@@ -571,8 +536,7 @@ class Reducer:
             raise _Violation("INVALID_TRANSITION")
         self._fresh(st, record["operationId"])
         entry_id = record["inputEntryId"]
-        entry = st.entries.get(entry_id)
-        if entry is None or entry.kind != "user":
+        if st.entries.get(entry_id) != "user":
             raise _Violation("INVALID_REFERENCE")
         if entry_id in st.used_inputs or entry_id != st.boundary:
             raise _Violation("INVALID_TRANSITION")
@@ -580,7 +544,7 @@ class Reducer:
         self._j.add(st.used_inputs, entry_id)
 
     def _open(self, st: SessionState, op: Operation) -> None:
-        self._j.put(st.operations, op.operation_id, op)
+        self._j.add(st.operation_ids, op.operation_id)
         self._j.set(st, "operation", op)
 
     def _active_digest(self, st: SessionState) -> str:
@@ -692,8 +656,8 @@ class Reducer:
         self._fresh(st, record["resultEntryId"])
         j, tool = self._j, ToolCall(fact["id"], record)
         j.put(st.reservations, record["resultEntryId"], tool)
-        j.append(op.tool_calls, tool)
-        j.put(st.started, fact["id"], tool)
+        j.put(op.tool_calls, fact["id"], tool)
+        j.put(st.tool_owners, fact["id"], op.operation_id)
         j.put(assistant.started, index, tool)
 
     def _record_abortRequested(self, st: SessionState, fact: dict[str, Any], record: dict[str, Any]) -> None:
@@ -724,15 +688,11 @@ class Reducer:
         self._j.set(st, "operation", None)
 
     def _usage(self, st: SessionState, fact: dict[str, Any]) -> None:
-        op = st.operations.get(fact["operationId"])
-        if op is None:
-            raise _Violation("INVALID_REFERENCE")
         if "attemptId" in fact:
             owner = st.attempts.get(fact["attemptId"])
         else:
-            call = st.started.get(fact["toolStartedId"])
-            owner = call["operationId"] if call is not None else None
-        if owner != op.operation_id:
+            owner = st.tool_owners.get(fact["toolStartedId"])
+        if owner != fact["operationId"]:  # owners are opened operations, so this also checks it exists
             raise _Violation("INVALID_REFERENCE")
         counters = fact["usage"]
         totals = tuple(a + counters[k] for a, k in zip(st.usage, _USAGE_KEYS, strict=True))

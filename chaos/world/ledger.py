@@ -31,7 +31,7 @@ def pending_intents(log_glob: str) -> list[str]:
         reducer = Reducer.of(Path(path).read_bytes())
         op = reducer.state.operation if reducer.state is not None else None
         if op is not None:
-            pending += [tc.tool_started_id for tc in op.tool_calls if tc.status == "pending"]
+            pending += [tc.tool_started_id for tc in op.tool_calls.values() if tc.status == "pending"]
     return pending
 
 

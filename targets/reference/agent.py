@@ -142,7 +142,7 @@ class Agent:
         op = session.state.operation
         if op is None or op.abort_requested:
             return
-        pending = [tc for tc in op.tool_calls if tc.status == "pending"]
+        pending = [tc for tc in op.tool_calls.values() if tc.status == "pending"]
         if op.kind == "compaction":
             session.commit(F.abort_requested(op, "compact"))
         elif pending:
@@ -218,24 +218,21 @@ class Agent:
             return False
         st = session.state
         started = [r for r in plan["results"] if r["reason"] == "interrupted"]
-        if not started or st.operation is None or st.operation.abort_requested:
+        op = st.operation
+        if not started or op is None or op.abort_requested:
             return False
-        call = st.started[started[0]["toolStartedId"]]
+        call = op.tool_calls[started[0]["toolStartedId"]]
         output, ok = self._execute(call["toolName"], call["arguments"])
         session.commit(F.tool_result(call, output, ok))
         return True
 
 
 def _stale_boundary(st: SessionState) -> str | None:
-    """What the section-8 port planned from: the last result of the last assistant that has tool calls."""
+    """What the section-8 port planned from: the last result of the last assistant that has tool calls.
+
+    A result always follows the assistant entry that called the tool, so that is the last result entry.
+    """
     last = st.last_assistant
     if last is None or last.calls:
         return None
-    seen_result = None
-    for entry_id in reversed(st.entries):
-        entry = st.entries[entry_id]
-        if entry.kind in ("tool", "synthetic") and seen_result is None:
-            seen_result = entry_id
-        if entry.kind == "assistant" and entry.message and entry.message.get("tool_calls"):
-            return seen_result
-    return None
+    return next((e for e in reversed(st.entries) if st.entries[e] in ("tool", "synthetic")), None)
