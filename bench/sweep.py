@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from chaos.cli import main as chaos
+from chaos.report import read_journal
 from chaos.resume import resume_configuration, session_id
 from chaos.scenario import load_scenario
 from chaos.target import REPO, find_target, load_target
@@ -88,7 +89,7 @@ def main() -> None:
     try:
         serial_s, serial = sweep(paths, 1, work / "j1")
         parallel_s, parallel = sweep(paths, 2, work / "j2")
-        entries = [json.loads(line) for line in (work / "j1" / "sweep.jsonl").read_bytes().splitlines()]
+        entries = read_journal(work / "j1" / "sweep.jsonl")
         crashes = [e for e in entries if e["crash"] and not Boundary.parse(e["crash"]).in_flight]
         chaos_phases = bare = whole = 0.0
         for entry in crashes:

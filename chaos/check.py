@@ -32,6 +32,10 @@ class Check:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "expected": self.expected, "got": self.got}
 
+    def text(self) -> str:
+        """How every report words a check: its name and, when it failed, what was expected and got."""
+        return self.name if self.ok else f"{self.name}: expected {self.expected}, got {self.got}"
+
 
 @dataclass
 class Evidence:

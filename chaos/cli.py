@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from chaos.check import Check
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import FramingError, parse_json
 from chaos.contract.shapes import current_configuration
@@ -204,25 +205,25 @@ def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
     if mined is not None:
         lines.append(f"  mined {len(mined)} new fixture(s)" + (f": {', '.join(mined)}" if mined else ""))
     for failure in summary["failures"]:
-        check = failure["failed"][0]
-        lines.append(
-            f"  ✗ {failure['case']}: {check['name']}: expected {check['expected']}, got {check['got']}"
-        )
+        lines.append(f"  ✗ {failure['case']}: {Check(**failure['failed'][0]).text()}")
         lines.append(f"      reproduce: {failure['reproduce']}")
     return "\n".join(lines)
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
-    from chaos.report import read_journal, summarize, write_junit, write_summary
+def _reported_entries(folder: str) -> list[dict[str, Any]]:
+    """The verdicts a sweep's results folder counts, from its journal."""
+    from chaos.report import read_journal, reported
 
-    entries: dict[str, dict[str, Any]] = {}
-    for folder in args.folders:
-        journal = Path(folder) / "sweep.jsonl"
-        if not journal.exists():
-            raise UsageError(f"{folder}: no sweep.jsonl here; give the --results folders of chaos sweep")
-        for entry in read_journal(journal):
-            if entry.get("reported", True):
-                entries[entry["case"]] = entry
+    journal = Path(folder) / "sweep.jsonl"
+    if not journal.exists():
+        raise UsageError(f"{folder}: no sweep.jsonl here; give a --results folder of chaos sweep")
+    return reported(read_journal(journal))
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from chaos.report import summarize, write_junit, write_summary
+
+    entries = {entry["case"]: entry for folder in args.folders for entry in _reported_entries(folder)}
     values = list(entries.values())
     summary = summarize(values, [], sum(e.get("seconds", 0.0) for e in values))
     out = Path(args.out)
@@ -274,7 +275,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if check is None:
         print("  the shrunk scenario passed when rerun: the failure is flaky; its run folder is kept")
     else:
-        print(f"  ✗ {check.name}: expected {check.expected}, got {check.got}")
+        print(f"  ✗ {check.text()}")
     print(f"  run folder: {verdict.folder}")
     print(f"  reproduce: {verdict.reproduce()}")
     return 1
@@ -317,13 +318,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from chaos.report import read_journal, write_html
+    from chaos.report import write_html
 
-    journal = Path(args.results) / "sweep.jsonl"
-    if not journal.exists():
-        raise UsageError(f"{args.results}: no sweep.jsonl here; give a chaos sweep --results folder")
+    entries = _reported_entries(args.results)
     out = Path(args.out) if args.out else Path(args.results) / "report.html"
-    entries = [e for e in read_journal(journal) if e.get("reported", True)]
     write_html(out, entries)
     print(f"chaos report: {len(entries)} case(s) -> {out}")
     return 0

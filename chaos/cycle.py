@@ -258,9 +258,7 @@ def render(verdict: Verdict) -> str:
             )
             lines.append(f"  {phase.name}: {ended} in {phase.seconds:.2f}s, appended {appended} bytes")
     for check in verdict.checks:
-        mark = "✓" if check.ok else "✗"
-        detail = "" if check.ok else f": expected {check.expected}, got {check.got}"
-        lines.append(f"  {mark} {check.name}{detail}")
+        lines.append(f"  {'✓' if check.ok else '✗'} {check.text()}")
     failed = [c for c in verdict.checks if not c.ok]
     if failed:
         lines.append(f"FINDING: {len(failed)} of {len(verdict.checks)} checks failed")

@@ -190,9 +190,7 @@ class Exploration:
         if self.first_failure is None:
             self.first_failure, self.cycles_to_failure = time.monotonic() - self.started, self.cycles
         self.failure = (scenario, verdict)
-        error = self._finding(failed[0].name)(
-            f"{failed[0].name}: expected {failed[0].expected}, got {failed[0].got}"
-        )
+        error = self._finding(failed[0].name)(failed[0].text())
         self._seen[key] = (error, self.failure)
         raise error
 

@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from chaos import __version__
-from chaos.contract import ContractError, Reducer, digest, plan_recovery
+from chaos.contract import ContractError, Reducer, plan_recovery
+from chaos.contract.facts import source_digest
 from chaos.contract.framing import committed_facts, committed_length, facts_of
 from chaos.cycle import Verdict
 from chaos.watch import kind_of
@@ -133,19 +134,13 @@ def normalize(log: bytes) -> tuple[bytes, Renaming]:
             facts = facts_of(orjson.loads(line))
             for fact in facts:
                 if fact.get("record", {}).get("type") == "compactionStarted":
-                    fact["record"]["sourceDigest"] = context_digest(reducer)
+                    fact["record"]["sourceDigest"] = source_digest(reducer.state)
             lines[index] = orjson.dumps(facts if len(facts) > 1 else facts[0])
         try:
             reducer.append_line(lines[index])
         except ContractError:
             break  # a corrupt log keeps its corruption; nothing after it is judged
     return b"\n".join(lines), renaming
-
-
-def context_digest(reducer: Reducer) -> str:
-    """The sourceDigest a compaction started now must carry: the whole active context."""
-    assert reducer.state is not None
-    return digest([{"sourceEntryId": source, "message": message} for source, message in reducer.state.active])
 
 
 @dataclass

@@ -7,13 +7,15 @@ merge`` can rebuild them from the result folders of several CI shards.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from chaos.show import diff, render, timeline
+from chaos.check import Check
+from chaos.show import diff, diff_row, render, timeline
 
 
 def summarize(entries: list[dict[str, Any]], skipped: list[str], seconds: float) -> dict[str, Any]:
@@ -68,11 +70,8 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
 
 
 def failure_message(entry: dict[str, Any]) -> str:
-    failed = [c for c in entry["checks"] if not c["ok"]]
-    first = failed[0]
-    return (
-        f"{first['name']}: expected {first['expected']}, got {first['got']} | reproduce: {entry['reproduce']}"
-    )
+    first = next(Check(**c) for c in entry["checks"] if not c["ok"])
+    return f"{first.text()} | reproduce: {entry['reproduce']}"
 
 
 def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sweep") -> None:
@@ -97,17 +96,18 @@ def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sw
         if not entry["ok"]:
             failure = ET.SubElement(case, "failure", message=failure_message(entry), type="chaos.finding")
             failure.text = (
-                "\n".join(
-                    f"{'ok ' if c['ok'] else 'FAIL'} {c['name']}"
-                    + ("" if c["ok"] else f": expected {c['expected']}, got {c['got']}")
-                    for c in entry["checks"]
-                )
+                "\n".join(f"{'ok ' if c['ok'] else 'FAIL'} {Check(**c).text()}" for c in entry["checks"])
                 + f"\nresults: {entry['folder']}\nreproduce: {entry['reproduce']}\n"
             )
     tree = ET.ElementTree(ET.Element("testsuites"))
     tree.getroot().append(suite)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def reported(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verdicts a shard counts: a clean run is repeated in every shard, and counts in one."""
+    return [e for e in entries if e.get("reported", True)]
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -153,7 +153,7 @@ def _case_html(index: int, entry: dict[str, Any], folder: Path) -> str:
         parts += ["<h3>crash prefix</h3>", f'<pre class="timeline">{text}</pre>']
         if final_path.exists():
             added = diff(prefix, final_path.read_bytes()).added
-            rows = "\n".join(f"+ {r.line:>4} {r.seq or '':>4}  {r.name:<18} {r.detail}" for r in added)
+            rows = "\n".join(diff_row("+", r) for r in added)
             parts += [
                 "<h3>appended by recovery</h3>",
                 f'<pre class="appended">{escape(rows or "nothing")}</pre>',
@@ -161,9 +161,7 @@ def _case_html(index: int, entry: dict[str, Any], folder: Path) -> str:
     else:
         parts.append("<p>(logs not kept for this case)</p>")
     items = [
-        f'<li class="{"ok" if c["ok"] else "fail"}">{"✓" if c["ok"] else "✗"} {escape(c["name"])}'
-        + ("" if c["ok"] else f": expected {escape(str(c['expected']))}, got {escape(str(c['got']))}")
-        + "</li>"
+        f'<li class="{"ok" if c["ok"] else "fail"}">{"✓" if c["ok"] else "✗"} {escape(Check(**c).text())}</li>'
         for c in sorted(entry["checks"], key=lambda c: c["ok"])  # failures first
     ]
     parts += [

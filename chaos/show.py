@@ -9,11 +9,11 @@ configuration, the plan. ``render`` prints it (ANSI colour on a terminal);
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
-from chaos.contract.framing import FramingError, committed_length, facts_of, parse_line
+from chaos.contract.framing import FramingError, committed_length, committed_lines, facts_of, parse_line
 from chaos.watch import kind_of
 
 COLOURS = {"record": "36", "entry": "32", "usage": "90", "error": "31;1", "torn": "33", "plan": "35;1"}
@@ -29,14 +29,7 @@ class Row:
     position: str = ""  # "" alone in its transaction, else first / middle / last
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "seq": self.seq,
-            "kind": self.kind,
-            "name": self.name,
-            "detail": self.detail,
-            "position": self.position,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -115,7 +108,7 @@ def timeline(data: bytes, current: dict[str, Any] | None = None) -> Timeline:
     result = reducer.result()
     tl = Timeline(error=result.get("error"), repaired_length=committed_length(data))
     tl.torn = len(data) - tl.repaired_length
-    for number, line in enumerate(data[: tl.repaired_length].splitlines(), 1):
+    for number, line in enumerate(committed_lines(data), 1):
         if tl.error is not None and number >= tl.error["line"]:
             tl.unjudged += number > tl.error["line"]
             if number == tl.error["line"]:
@@ -202,8 +195,7 @@ class Diff:
 
 def diff(before: bytes, after: bytes) -> Diff:
     """Where two logs part: recovery should only append, so ``removed`` is normally empty."""
-    a = before[: committed_length(before)].splitlines()
-    b = after[: committed_length(after)].splitlines()
+    a, b = committed_lines(before), committed_lines(after)
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1
@@ -211,14 +203,16 @@ def diff(before: bytes, after: bytes) -> Diff:
     return Diff(common, [r for r in rows_a if r.line > common], [r for r in rows_b if r.line > common])
 
 
+def diff_row(sign: str, row: Row) -> str:
+    """One row of a diff: ``+`` appended, ``-`` lost."""
+    seq = "" if row.seq is None else str(row.seq)
+    return f"{sign} {row.line:>4} {seq:>4}  {row.name:<18} {row.detail}".rstrip()
+
+
 def render_diff(d: Diff, colour: bool = False) -> str:
     out = [f"{d.common} committed line(s) in common"]
     for sign, rows, paint in (("-", d.removed, COLOURS["error"]), ("+", d.added, COLOURS["entry"])):
-        for row in rows:
-            seq = "" if row.seq is None else str(row.seq)
-            out.append(
-                _paint(f"{sign} {row.line:>4} {seq:>4}  {row.name:<18} {row.detail}".rstrip(), paint, colour)
-            )
+        out += [_paint(diff_row(sign, row), paint, colour) for row in rows]
     if not d.removed and not d.added:
         out.append("no difference")
     elif d.removed:

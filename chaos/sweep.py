@@ -25,7 +25,7 @@ import orjson
 
 from chaos import run
 from chaos.cycle import Verdict, run_case, save_verdict, slug
-from chaos.report import read_journal
+from chaos.report import read_journal, reported
 from chaos.scenario import Crash, Scenario
 from chaos.target import Target
 from chaos.watch import Boundary, durable_boundaries
@@ -135,7 +135,7 @@ class Sweep:
         return entry
 
     def reported(self) -> list[dict[str, Any]]:
-        return [v for v in self.verdicts.values() if v.get("reported", True)]
+        return reported(self.verdicts.values())
 
     def findings(self) -> list[dict[str, Any]]:
         return [v for v in self.reported() if not v["ok"]]
@@ -189,11 +189,8 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     progress = Progress(sweep)
     pending: dict[Future[dict[str, Any]], Case] = {}
     queue = [Case(scenario, target_of(scenario), None) for scenario in scenarios]
-    queue += [
-        Case(s, target_of(s), s.crash, s.then_crash, as_written=True)
-        for s in scenarios
-        if s.crash is not None and Case(s, target_of(s), s.crash, s.then_crash, True).in_shard(sweep.shard)
-    ]
+    written = [Case(s, target_of(s), s.crash, s.then_crash, True) for s in scenarios if s.crash is not None]
+    queue += [case for case in written if case.in_shard(sweep.shard)]
     total, done = len(queue), 0
     with ThreadPoolExecutor(max_workers=sweep.jobs, thread_name_prefix="chaos-case") as pool:
         try:

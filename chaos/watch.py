@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from chaos.contract import ContractError, Reducer
-from chaos.contract.framing import committed_length, facts_of
+from chaos.contract.framing import committed_length, committed_lines, facts_of
 
 RECORDS = (
     "runStarted",
@@ -56,7 +56,7 @@ def durable_boundaries(appended: bytes, with_header: bool) -> list[Boundary]:
     """
     seen: dict[str, int] = {}
     out = [Boundary("header")] if with_header else []
-    lines = appended[: committed_length(appended)].splitlines()
+    lines = committed_lines(appended)
     for line in lines[1:] if with_header else lines:
         facts = facts_of(orjson.loads(line))
         for fact in facts:

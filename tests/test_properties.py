@@ -142,4 +142,3 @@ closed_values = st.recursive(
 @given(closed_values)
 def test_fast_canonical_form_is_rfc8785_on_the_closed_domain(value: Any) -> None:
     assert canonical_closed(value) == canonical(value)
-

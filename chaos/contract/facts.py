@@ -269,9 +269,14 @@ def compaction_started(state: SessionState, operation_id: str, result_entry_id: 
         "resultEntryId": result_entry_id,
         "compactedEntryIds": sources[:cut],
         "retainedEntryIds": sources[cut:],
-        "sourceDigest": digest([{"sourceEntryId": s, "message": m} for s, m in state.active]),
+        "sourceDigest": source_digest(state),
     }
     return ("record", body, None)
+
+
+def source_digest(state: SessionState) -> str:
+    """The sourceDigest a compaction started now must carry: the whole active context."""
+    return digest([{"sourceEntryId": s, "message": m} for s, m in state.active])
 
 
 def compaction_entry(state: SessionState, summary: str) -> Fact:

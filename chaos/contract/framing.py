@@ -74,10 +74,15 @@ def committed_length(data: bytes) -> int:
     return data.rfind(b"\n") + 1
 
 
+def committed_lines(data: bytes) -> list[bytes]:
+    """The committed lines, without their LFs; a torn tail is left out."""
+    return data[: committed_length(data)].splitlines()
+
+
 def committed_facts(data: bytes, lines: int | None = None) -> list[dict[str, Any]]:
     """The facts of the committed lines after the header (the first ``lines`` lines, when given).
 
     Only for bytes the reducer has accepted up to that line; nothing is re-validated.
     """
-    body = data[: committed_length(data)].splitlines()[1 : None if lines is None else lines]
+    body = committed_lines(data)[1 : None if lines is None else lines]
     return [fact for line in body for fact in facts_of(orjson.loads(line))]

@@ -235,4 +235,4 @@ def _stale_boundary(st: SessionState) -> str | None:
     last = st.last_assistant
     if last is None or last.calls:
         return None
-    return next((e for e in reversed(st.entries) if st.entries[e] in ("tool", "synthetic")), None)
+    return next((e for e, kind in reversed(st.entries.items()) if kind in ("tool", "synthetic")), None)
