@@ -175,7 +175,7 @@ class Watch:
         """
         committed = self._read()
         try:
-            for line in committed.splitlines():
+            for line in committed.split(b"\n")[:-1]:
                 self.reducer.append_line(line)
         except ContractError as err:
             self.error = err
@@ -184,7 +184,7 @@ class Watch:
 
     def poll(self) -> bool:
         """Read what was appended; True once the n-th matching fact is committed."""
-        for line in self._read().splitlines():
+        for line in self._read().split(b"\n")[:-1]:
             if self.error is not None:
                 break
             try:

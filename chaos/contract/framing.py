@@ -1,12 +1,22 @@
 """Strict byte framing of a session log line (contract section 2).
 
-orjson is the fast path, but it quietly keeps the last value of a duplicated
-key, and the contract calls a duplicate key at any depth malformed. Rather than
-fall back to a slow hook-based parser for every line, we count keys twice at C
-speed: once in the source text and once in orjson's re-serialisation of what
-it parsed. Once escape sequences are removed, every remaining quote is a
-string delimiter, so a quote followed by optional whitespace and a colon ends
-exactly one object key. A dropped duplicate makes the second count smaller.
+The contract's JSON is I-JSON (RFC 7493): UTF-8 only, no lone surrogates, no
+duplicate object keys at any depth, numbers that fit a double. orjson is the
+fast path and enforces all of it but one: it quietly keeps the last value of a
+duplicated key. Rather than fall back to a slow hook-based parser for every
+line, keys are counted twice at C speed, once in the source text and once in
+orjson's re-serialisation of what it parsed; a dropped duplicate makes the
+second count smaller. Most writers emit compact JSON that is byte for byte
+orjson's own output, and such text cannot have lost a key, so only lines that
+differ are counted.
+
+Counting keys in text needs to know which quotes open a string. Once escape
+sequences are removed, every remaining quote delimits a string, and a scan
+that consumes whole strings (``"[^"]*"``) left to right never starts inside
+one, so emptying every string to ``""`` and dropping insignificant whitespace
+leaves exactly one ``"":`` per object key. (An earlier version counted a quote
+followed by a colon, and called any string that opened with ``" :"`` or an
+escaped colon a duplicate key.)
 """
 
 from __future__ import annotations
@@ -17,7 +27,8 @@ from typing import Any
 import orjson
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_KEY_END_WITH_SPACE = re.compile(rb'"[ \t\r\n]+:')
+_STRING = re.compile(rb'"[^"]*"')
+_SPACE = re.compile(rb"[ \t\r\n]+")
 _BLANK = re.compile(rb"[ \t]*")
 
 
@@ -29,13 +40,12 @@ class FramingError(Exception):
         self.code = code
 
 
-def _count_keys(text: bytes, may_have_space: bool) -> int:
+def _count_keys(text: bytes) -> int:
+    """Object keys in valid JSON text: strings emptied, whitespace dropped, then each ``"":`` is one."""
     if b"\\" in text:
         text = _ESCAPE.sub(b"", text)
-    count = text.count(b'":')
-    if may_have_space:
-        count += len(_KEY_END_WITH_SPACE.findall(text))
-    return count
+    text = _SPACE.sub(b"", _STRING.sub(b'""', text))
+    return text.count(b'"":')
 
 
 def parse_line(line: bytes) -> Any:
@@ -58,8 +68,9 @@ def parse_json(data: bytes) -> Any:
             raise FramingError("INVALID_UTF8") from None
         raise FramingError("MALFORMED_JSON") from None
     if isinstance(value, dict | list):
-        source_keys = _count_keys(data, True)
-        if source_keys and source_keys != _count_keys(orjson.dumps(value), False):
+        again = orjson.dumps(value)
+        # Text equal to orjson's own output dropped nothing; most writers emit exactly that.
+        if again != data and _count_keys(data) != _count_keys(again):
             raise FramingError("MALFORMED_JSON")
     return value
 
@@ -76,7 +87,7 @@ def committed_length(data: bytes) -> int:
 
 def committed_lines(data: bytes) -> list[bytes]:
     """The committed lines, without their LFs; a torn tail is left out."""
-    return data[: committed_length(data)].splitlines()
+    return data[: committed_length(data)].split(b"\n")[:-1]
 
 
 def committed_facts(data: bytes, lines: int | None = None) -> list[dict[str, Any]]:
