@@ -14,10 +14,14 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from chaos.explore import Exploration, size, tool_names
-from chaos.mine import Miner
-from chaos.target import REPO, load_target
-from targets.reference.agent import BUGS
+from chaos.bundled.targets.reference.agent import BUGS
+
+from chaos.explore.exploration import Exploration
+from chaos.explore.strategies import size, tool_names
+from chaos.mine.miner import Miner
+from chaos.scenario.target import load_target
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:

@@ -25,13 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaos.cli import main as chaos
-from chaos.report import read_journal
 from chaos.resume import resume_configuration, session_id
+
+from chaos.cli import main as chaos
+from chaos.process.watch import Watch
+from chaos.report.outputs import read_journal
 from chaos.scenario import load_scenario
-from chaos.target import REPO, find_target, load_target
-from chaos.watch import Boundary, Watch
-from chaos.world.build import build_world
+from chaos.scenario.model import Boundary
+from chaos.scenario.target import find_target, load_target
+from chaos.world.world import build_world
+
+REPO = Path(__file__).resolve().parent.parent
 
 QUICK = ["section8-read-replay", "pending-deploy-interrupted", "full-workflow", "open-attempt-retry"]
 

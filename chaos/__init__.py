@@ -1,10 +1,116 @@
 """chaos: crash-injection chaos testing for durable AI agents.
 
-The pipeline is visible in the package layout: ``contract`` (the pure oracle),
-``world`` (model server, sandbox, ledger), then the run stages.
+A tiny public API over the pipeline ``scenario -> world -> run -> kill ->
+resume -> check -> mine -> report``::
+
+    from chaos import Crash, Scenario, Turn, call, run
+
+    scenario = Scenario(
+        prompt="What does the README say?",
+        files={"README.md": "hello\\n"},
+        turns=[Turn(tool_calls=[call("read", path="README.md")]), Turn(text="It says hello.")],
+        crash=Crash("toolStarted[toolName=read]"),
+    )
+    verdict = run(scenario, target="reference")
+    assert verdict.ok, [c.text() for c in verdict.failed]
+
+``sweep`` crashes scenarios at every boundary; ``chaos.contract`` holds the
+pure oracle (``reduce``, ``plan_recovery``).
 """
 
-from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["ContractError", "Reducer", "SessionState", "__version__", "plan_recovery", "reduce"]
+from chaos.version import __version__
+
+if TYPE_CHECKING:
+    from chaos.api import SweepResult, run, sweep
+    from chaos.case.verdict import Verdict
+    from chaos.check.checks import CATALOG, Check
+    from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
+    from chaos.errors import ChaosFault, Interrupted, SpecError, TargetUnusable, UsageError
+    from chaos.scenario import (
+        Boundary,
+        Configuration,
+        Crash,
+        Expect,
+        Scenario,
+        Target,
+        Turn,
+        WorkspaceFile,
+        call,
+        load_scenario,
+        load_target,
+    )
+
+# Where each public name lives. They are imported on first use (PEP 562), because every agent
+# process that imports ``chaos.contract`` runs this file first and must not pay for the rest.
+_HOMES = {
+    "SweepResult": "chaos.api",
+    "run": "chaos.api",
+    "sweep": "chaos.api",
+    "Verdict": "chaos.case.verdict",
+    "CATALOG": "chaos.check.checks",
+    "Check": "chaos.check.checks",
+    **dict.fromkeys(
+        ["ContractError", "Reducer", "SessionState", "plan_recovery", "reduce"], "chaos.contract"
+    ),
+    **dict.fromkeys(
+        ["ChaosFault", "Interrupted", "SpecError", "TargetUnusable", "UsageError"], "chaos.errors"
+    ),
+    **dict.fromkeys(
+        [
+            "Boundary",
+            "Configuration",
+            "Crash",
+            "Expect",
+            "Scenario",
+            "Target",
+            "Turn",
+            "WorkspaceFile",
+            "call",
+            "load_scenario",
+            "load_target",
+        ],
+        "chaos.scenario",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'chaos' has no attribute {name!r}")
+
+
+__all__ = [
+    "CATALOG",
+    "Boundary",
+    "ChaosFault",
+    "Check",
+    "Configuration",
+    "ContractError",
+    "Crash",
+    "Expect",
+    "Interrupted",
+    "Reducer",
+    "Scenario",
+    "SessionState",
+    "SpecError",
+    "SweepResult",
+    "Target",
+    "TargetUnusable",
+    "Turn",
+    "UsageError",
+    "Verdict",
+    "WorkspaceFile",
+    "__version__",
+    "call",
+    "load_scenario",
+    "load_target",
+    "plan_recovery",
+    "reduce",
+    "run",
+    "sweep",
+]

@@ -1,8 +1,15 @@
-"""The ``chaos`` command line: a thin shell over the pipeline modules."""
+"""The ``chaos`` command line: a thin shell over ``chaos.api`` and the report stage.
+
+Exit statuses: 0 nothing found, 1 a finding against the agent, 2 unusable
+input (named with its file, line and field, or its option) or a failure of
+chaos itself, 130 interrupted. A user's mistake is never a finding and never a
+traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -14,26 +21,35 @@ from typing import Any
 
 import orjson
 
-from chaos.check import Check
+from chaos import api
+from chaos.bundled import scenario_names
+from chaos.check.checks import Check
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import FramingError, parse_json
 from chaos.contract.shapes import current_configuration
-from chaos.cycle import render, run_case
-from chaos.run import Interrupted, TargetUnusable
-from chaos.scenario import Crash, Scenario, load_scenario, scenario_files
-from chaos.spec import SpecError
-from chaos.target import REPO, Target, find_target, load_target
-from chaos.watch import Boundary
+from chaos.errors import (
+    EXIT_FINDING,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChaosFault,
+    Interrupted,
+    UsageError,
+)
+from chaos.process import trace
+from chaos.report.text import printable
+from chaos.scenario.model import Boundary, Crash
+from chaos.world.sandbox import remove_stale
 
-DEMO = REPO / "scenarios" / "section8-read-replay.toml"
-
-
-class UsageError(Exception):
-    """Input chaos cannot use at all (exit 2): the message names the file and the field."""
+DEMO = "section8-read-replay"
 
 
 def _emit(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _say(text: str, stream: Any = None) -> None:
+    print("\n".join(printable(line) for line in text.split("\n")), file=stream or sys.stdout, flush=True)
 
 
 def _read(path: str) -> bytes:
@@ -43,6 +59,64 @@ def _read(path: str) -> bytes:
         raise UsageError(f"{path}: cannot read: {err.strerror}") from None
 
 
+# -- option types: a bad value is refused by argparse, naming the option (exit 2) ----------------------
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds more than 0, got {text}")
+    return value
+
+
+def seconds_or_zero(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else seconds(text)
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def shard(text: str) -> tuple[int, int]:
+    index, sep, count = text.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, e.g. 2/4; got {text!r}")
+    return int(index), int(count)
+
+
+def boundary(text: str) -> Boundary:
+    try:
+        return Boundary.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _notice_polling() -> None:
+    """One line, once, when exact kills are unavailable here."""
+    reason = trace.unavailable()
+    if reason is not None:
+        _say(
+            f"chaos: exact kills unavailable ({reason}); polling the log instead: "
+            "a kill may land late, and each verdict says how late",
+            sys.stderr,
+        )
+
+
+# -- oracle commands ----------------------------------------------------------------------------------
 def load_current(path: str) -> dict[str, Any]:
     """Read a current-configuration file (the planner fixtures' ``current`` shape)."""
     try:
@@ -52,147 +126,63 @@ def load_current(path: str) -> dict[str, Any]:
     reason = current_configuration.why(value)
     if reason:
         raise UsageError(f"{path}: {reason}")
-    return value
-
-
-def _reduce_file(path: str) -> Reducer:
-    return Reducer.of(_read(path))
+    return value  # type: ignore[no-any-return]
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
-    reducer = _reduce_file(args.file)
+    reducer = Reducer.of(_read(args.file))
     _emit(reducer.result())
-    return 0 if reducer.error is None and reducer.state is not None else 1
+    return EXIT_OK if reducer.error is None and reducer.state is not None else EXIT_FINDING
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     current = load_current(args.current)
-    reducer = _reduce_file(args.file)
+    reducer = Reducer.of(_read(args.file))
     result = reducer.result()
     if not result["ok"]:
         _emit(result)
-        return 1
+        return EXIT_FINDING
     assert reducer.state is not None
     _emit(plan_recovery(reducer.state, current))
-    return 0
+    return EXIT_OK
 
 
-def _key_values(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--target-env {item!r}: expected KEY=VALUE")
-        out[key] = value
-    return out
-
-
-def _crash(text: str | None, nth: int | None, signal: str = "SIGKILL") -> Crash | None:
-    if text is None:
-        return None
-    try:
-        return Crash(Boundary.parse(text, nth), signal)
-    except ValueError as err:
-        raise UsageError(f"--kill-at/--then-kill-at: {err}") from None
-
-
-def load_case(path: str, target_name: str | None) -> tuple[Scenario, Target]:
-    """A scenario and its target (``--target`` wins over the scenario's own), or a UsageError."""
-    try:
-        scenario = load_scenario(Path(path))
-    except SpecError as err:
-        raise UsageError(str(err)) from None
-    try:
-        target = load_target(find_target(target_name or scenario.target, Path(path)))
-    except SpecError as err:
-        where = "--target" if target_name else f"{path}: target"
-        raise UsageError(f"{where}: {err}") from None
-    return scenario, target
-
-
+# -- running ------------------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
-    scenario, target = load_case(args.scenario, args.target)
+    from chaos.report.console import ask_at_pause, render
+
+    scenario = api.load(args.scenario)
     crash = scenario.crash
     if args.kill_at is not None:
-        crash = _crash(args.kill_at, args.nth, crash.signal if crash else "SIGKILL")
+        crash = Crash(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
     elif args.nth is not None and crash is not None:
-        crash = Crash(replace(crash.boundary, nth=args.nth), crash.signal)
-    then = _crash(args.then_kill_at, None) if args.then_kill_at else scenario.then_crash
+        crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
+    then = Crash(args.then_kill_at) if args.then_kill_at else scenario.then_crash
     scenario = scenario.with_crash(crash, then)
-    try:
-        verdict = run_case(
-            scenario,
-            target,
-            _key_values(args.target_env),
-            Path(args.results) if args.results else None,
-            args.timeout,
-            args.pause,
-        )
-    except TargetUnusable as err:
-        raise UsageError(str(err)) from None
-    except Interrupted as err:
-        print(f"chaos run: {err}; nothing was resumed")
-        return 130
-    print(render(verdict))
-    return 0 if verdict.ok else 1
-
-
-def _shard(text: str) -> tuple[int, int]:
-    index, sep, count = text.partition("/")
-    if not (sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
-        raise UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
-    return int(index), int(count)
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from chaos.mine import Miner
-    from chaos.oracle import OtherOracle
-    from chaos.report import summarize, write_html, write_junit, write_summary
-    from chaos.sweep import Sweep, run_sweep
-
-    try:
-        paths = scenario_files([Path(p) for p in args.scenarios or ["scenarios"]])
-    except SpecError as err:
-        raise UsageError(str(err)) from None
-    cases = [load_case(str(p), args.target) for p in paths]
-    if not cases:
-        raise UsageError(f"no scenario files in {' '.join(args.scenarios or ['scenarios'])}")
-    targets = {scenario.path: target for scenario, target in cases}
-    results = Path(args.results or "results/sweep")
-    sweep = Sweep(
-        results,
-        _key_values(args.target_env),
-        jobs=args.jobs,
-        depth=args.depth,
-        budget=args.budget,
-        shard=_shard(args.shard),
-        keep_all=args.keep_all,
-        resume=args.resume,
+    _notice_polling()
+    verdict = api.run(
+        scenario,
+        args.target,
+        target_env=dict(args.target_env),
+        results=Path(args.results) if args.results else None,
         timeout=args.timeout,
+        pause=ask_at_pause if args.pause else None,
     )
-    miner = Miner(Path(args.mine)) if args.mine != "none" else None
-    if miner is not None:
-        sweep.hooks.append(miner.mine)
-    sweep.hooks += [OtherOracle(command).check for command in args.oracle]
-    interrupted = False
-    try:
-        run_sweep(sweep, [scenario for scenario, _ in cases], lambda s: targets[s.path])
-    except (KeyboardInterrupt, Interrupted):
-        interrupted = True
-    except TargetUnusable as err:
-        raise UsageError(str(err)) from None
-    entries = sweep.reported()
-    summary = summarize(entries, sweep.skipped, time.monotonic() - sweep.started)
-    write_summary(results / "summary.json", summary)
-    if args.junit:
-        write_junit(Path(args.junit), entries)
-    write_html(results / "report.html", entries)
-    print(render_summary(summary, miner.saved if miner else None))
-    print(f"  report: {results / 'report.html'}")
-    if interrupted:
-        print(f"chaos sweep: interrupted; finished verdicts are in {sweep.journal}; rerun with --resume")
-        return 130
-    return 1 if summary["findings"] else 0
+    _say(render(verdict))
+    return EXIT_OK if verdict.ok else EXIT_FINDING
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
+        DEMO,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+    args.pause = False
+    return cmd_run(args)
 
 
 def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
@@ -210,9 +200,37 @@ def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
     return "\n".join(lines)
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    _notice_polling()
+    result = api.sweep(
+        args.scenarios,
+        args.target,
+        results=Path(args.results or "results/sweep"),
+        jobs=args.jobs,
+        depth=args.depth,
+        budget=args.budget,
+        shard=args.shard,
+        target_env=dict(args.target_env),
+        keep_all=args.keep_all,
+        resume=args.resume,
+        timeout=args.timeout,
+        mine=None if args.mine == "none" else Path(args.mine),
+        oracles=args.oracle,
+        junit=Path(args.junit) if args.junit else None,
+    )
+    _say(render_summary(result.summary, result.mined if args.mine != "none" else None))
+    _say(f"  report: {result.results / 'report.html'}")
+    if result.interrupted:
+        _say(
+            f"chaos sweep: interrupted; finished verdicts are in {result.results / 'sweep.jsonl'}; rerun with --resume"
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_FINDING if result.summary["findings"] else EXIT_OK
+
+
 def _reported_entries(folder: str) -> list[dict[str, Any]]:
     """The verdicts a sweep's results folder counts, from its journal."""
-    from chaos.report import read_journal, reported
+    from chaos.report.outputs import read_journal, reported
 
     journal = Path(folder) / "sweep.jsonl"
     if not journal.exists():
@@ -221,7 +239,7 @@ def _reported_entries(folder: str) -> list[dict[str, Any]]:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from chaos.report import summarize, write_junit, write_summary
+    from chaos.report.outputs import summarize, write_junit, write_summary
 
     entries = {entry["case"]: entry for folder in args.folders for entry in _reported_entries(folder)}
     values = list(entries.values())
@@ -234,70 +252,62 @@ def cmd_merge(args: argparse.Namespace) -> int:
             journal.write(orjson.dumps(entry) + b"\n")
     if args.junit:
         write_junit(Path(args.junit), values)
-    print(render_summary(summary, None))
-    return 1 if summary["findings"] else 0
+    _say(render_summary(summary, None))
+    return EXIT_FINDING if summary["findings"] else EXIT_OK
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from chaos.explore import Exploration, size, tool_names
-    from chaos.mine import Miner
+    from chaos.explore.exploration import Exploration
+    from chaos.explore.strategies import size, tool_names
+    from chaos.mine.miner import Miner
+    from chaos.scenario.target import find_target, load_target
 
-    try:
-        target = load_target(find_target(args.target))
-    except SpecError as err:
-        raise UsageError(f"--target: {err}") from None
-    results = Path(args.results)
+    target = load_target(find_target(args.target))
+    shrink = args.shrink_budget if args.shrink_budget is not None else min(args.budget, 60.0)
     exploration = Exploration(
-        target,
-        _key_values(args.target_env),
-        results,
-        args.budget,
-        args.seed,
-        args.max_examples,
-        args.shrink_budget if args.shrink_budget is not None else args.budget,
+        target, dict(args.target_env), Path(args.results), args.budget, args.seed, args.max_examples, shrink
     )
-    try:
-        exploration.run(tool_names(target, exploration.target_env))
-    except TargetUnusable as err:
-        raise UsageError(str(err)) from None
+    _notice_polling()
+    _say(
+        f"chaos explore: generating for {args.budget:g}s; shrinking what is found may take up to {shrink:g}s more"
+    )
+    exploration.run(tool_names(target, exploration.target_env))
     spent = time.monotonic() - exploration.started
-    if exploration.failure is None:
-        print(f"chaos explore: {exploration.cycles} crash cycles in {spent:.0f}s, no failure found")
-        return 0
-    path = exploration.save(Miner(results / "fixtures"))
-    scenario, verdict = exploration.failure
-    check = next((c for c in verdict.checks if not c.ok), None)
-    print(
-        f"chaos explore: failure after {exploration.cycles_to_failure} cycle(s) "
-        f"({exploration.first_failure:.1f}s); {exploration.cycles} cycles in {spent:.0f}s with shrinking"
+    if not exploration.found:
+        if exploration.cycles == 0:
+            raise UsageError(f"--budget {args.budget:g}: no crash cycle ran; give a longer budget")
+        _say(f"chaos explore: {exploration.cycles} crash cycles in {spent:.0f}s, no failure found")
+        return EXIT_OK
+    found = exploration.save(Miner(Path(args.results) / "fixtures"))
+    first = min(found, key=lambda f: f.seconds)
+    _say(
+        f"chaos explore: {len(found)} distinct failure(s); the first failure after {first.cycles} cycle(s) "
+        f"({first.seconds:.1f}s); {exploration.cycles} cycles in {spent:.0f}s with shrinking"
     )
-    print(f"  shrunk scenario (size {size(scenario)}): {path}")
-    if check is None:
-        print("  the shrunk scenario passed when rerun: the failure is flaky; its run folder is kept")
-    else:
-        print(f"  ✗ {check.text()}")
-    print(f"  run folder: {verdict.folder}")
-    print(f"  reproduce: {verdict.reproduce()}")
-    return 1
+    for item in found:
+        _say(f"  ✗ {item.check_text()}")
+        _say(f"      shrunk scenario (size {size(item.scenario)}): {item.saved}")
+        _say(f"      run folder: {item.verdict.folder}")
+        _say(f"      reproduce: {item.verdict.reproduce()}")
+    return EXIT_FINDING
 
 
+# -- debugging ----------------------------------------------------------------------------------------
 def cmd_show(args: argparse.Namespace) -> int:
-    from chaos.show import render, timeline
+    from chaos.report.show import render, timeline
 
     current = load_current(args.current) if args.current else None
     if current is None and args.target:
-        from chaos.resume import target_current
+        from chaos.cycle.configuration import target_current
+        from chaos.scenario.target import find_target, load_target
 
-        try:
-            current = target_current(load_target(find_target(args.target)), {})
-        except (SpecError, TargetUnusable) as err:
-            raise UsageError(f"--target: {err}") from None
+        current = target_current(load_target(find_target(args.target)), {})
     tl = timeline(_read(args.file), current)
     if args.json:
         _emit(tl.to_json())
     else:
         print(render(tl, colour=sys.stdout.isatty() and not args.no_colour))
-    return 0 if tl.error is None else 1
+    return EXIT_OK if tl.error is None else EXIT_FINDING
 
 
 def _log_of(path: str, which: str) -> bytes:
@@ -307,44 +317,36 @@ def _log_of(path: str, which: str) -> bytes:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from chaos.show import diff, render_diff
+    from chaos.report.show import diff, render_diff
 
     if args.b is None:
         before, after = _log_of(args.a, "prefix"), _log_of(args.a, "final")
     else:
         before, after = _log_of(args.a, "final"), _log_of(args.b, "final")
     print(render_diff(diff(before, after), colour=sys.stdout.isatty()))
-    return 0
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from chaos.report import write_html
+    from chaos.report.outputs import write_html
 
     entries = _reported_entries(args.results)
     out = Path(args.out) if args.out else Path(args.results) / "report.html"
     write_html(out, entries)
-    print(f"chaos report: {len(entries)} case(s) -> {out}")
-    return 0
+    _say(f"chaos report: {len(entries)} case(s) -> {out}")
+    return EXIT_OK
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
-        str(DEMO),
-        None,
-        None,
-        None,
-        None,
-        None,
-    )
-    args.pause = False
-    return cmd_run(args)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
+# -- the parser ---------------------------------------------------------------------------------------
+def _target_env(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target-env", action="append", default=[], metavar="KEY=VALUE", help="extra agent environment"
+        "--target-env",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="extra agent environment",
     )
-    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -360,48 +362,72 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run", help="crash an agent at a boundary, resume it, check what it wrote; exit 1 on a finding"
     )
-    p.add_argument("scenario", metavar="SCENARIO.toml")
-    p.add_argument("--target", help="target name (targets/NAME.toml) or spec path; default: the scenario's")
-    p.add_argument("--kill-at", metavar="BOUNDARY", help="e.g. toolStarted[toolName=bash]#2, model-request#1")
-    p.add_argument("--nth", type=int, help="the occurrence of the boundary to crash at")
-    p.add_argument("--then-kill-at", metavar="BOUNDARY", help="crash the first resume again at this boundary")
-    p.add_argument("--timeout", type=float, help="seconds per phase (default: the scenario's, 60)")
+    p.add_argument(
+        "scenario",
+        metavar="SCENARIO",
+        help=f"a scenario file, or a bundled name: {', '.join(scenario_names()[:3])}, ...",
+    )
+    p.add_argument(
+        "--target", help="target name (targets/NAME.toml, or bundled) or spec path; default: the scenario's"
+    )
+    p.add_argument(
+        "--kill-at",
+        type=boundary,
+        metavar="BOUNDARY",
+        help="SIGKILL here instead, e.g. toolStarted[toolName=bash]#2",
+    )
+    p.add_argument("--nth", type=positive_int, help="the occurrence of the boundary to crash at")
+    p.add_argument(
+        "--then-kill-at",
+        type=boundary,
+        metavar="BOUNDARY",
+        help="crash the first resume again at this boundary",
+    )
+    p.add_argument("--timeout", type=seconds, help="seconds per phase (default: the scenario's, 60)")
     p.add_argument("--pause", action="store_true", help="freeze the agent at the boundary and ask what to do")
-    _common(p)
+    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
+    _target_env(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
         "sweep", help="crash every scenario at every boundary; JUnit, mining; exit 1 on findings"
     )
-    p.add_argument("scenarios", nargs="*", metavar="SCENARIO_OR_DIR", help="default: scenarios/")
+    p.add_argument(
+        "scenarios", nargs="*", metavar="SCENARIO_OR_DIR", help="default: ./scenarios, else the bundled ones"
+    )
     p.add_argument("--target", help="run every scenario against this target")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="cases in parallel (isolated worlds)")
+    p.add_argument("-j", "--jobs", type=positive_int, default=1, help="cases in parallel (isolated worlds)")
     p.add_argument("--depth", type=int, choices=(1, 2), default=1, help="2: also crash each recovery")
-    p.add_argument("--budget", type=float, metavar="SECONDS", help="start no case after this long")
-    p.add_argument("--shard", default="1/1", metavar="K/N", help="run the K-th of N deterministic shares")
+    p.add_argument("--budget", type=seconds, metavar="SECONDS", help="start no case after this long")
+    p.add_argument(
+        "--shard", type=shard, default=(1, 1), metavar="K/N", help="run the K-th of N deterministic shares"
+    )
     p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     p.add_argument("--mine", default="results/fixtures", metavar="DIR", help="fixture corpus ('none': off)")
     p.add_argument("--oracle", action="append", default=[], metavar="CMD", help="another reducer to compare")
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
-    p.add_argument("--timeout", type=float, help="seconds per phase")
-    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--timeout", type=seconds, help="seconds per phase")
     p.add_argument("--results", metavar="DIR", help="default: results/sweep")
+    _target_env(p)
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("merge", help="combine the result folders of sharded sweeps into one summary")
     p.add_argument("folders", nargs="+", metavar="RESULTS_DIR")
     p.add_argument("--out", default="results/merged", metavar="DIR")
     p.add_argument("--junit", metavar="FILE")
     p.set_defaults(func=cmd_merge)
-    p = sub.add_parser("explore", help="generate worlds and crash plans with Hypothesis; shrink any failure")
+    p = sub.add_parser("explore", help="generate worlds and crash plans with Hypothesis; shrink each failure")
     p.add_argument("--target", default="reference", help="target name or spec path")
-    p.add_argument("--budget", type=float, default=120.0, metavar="SECONDS", help="generate for this long")
+    p.add_argument("--budget", type=seconds, default=120.0, metavar="SECONDS", help="generate for this long")
     p.add_argument("--seed", type=int, help="make the exploration reproducible")
-    p.add_argument("--max-examples", type=int, default=500)
+    p.add_argument("--max-examples", type=positive_int, default=500)
     p.add_argument(
-        "--shrink-budget", type=float, metavar="SECONDS", help="shrink for this long (default: --budget)"
+        "--shrink-budget",
+        type=seconds_or_zero,
+        metavar="SECONDS",
+        help="shrink for at most this long (default: min(budget, 60))",
     )
-    p.add_argument("--target-env", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--results", default="results/explore", metavar="DIR")
+    _target_env(p)
     p.set_defaults(func=cmd_explore)
     p = sub.add_parser("show", help="a readable timeline of a session log, its state and plan")
     p.add_argument("file")
@@ -418,8 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", metavar="RESULTS_DIR")
     p.add_argument("--out", metavar="FILE", help="default: RESULTS_DIR/report.html")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("demo", help=f"chaos run {DEMO.relative_to(REPO)}: the contract's section-8 crash")
-    _common(p)
+    p = sub.add_parser("demo", help=f"chaos run {DEMO}: the contract's section-8 crash")
+    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
+    _target_env(p)
     p.set_defaults(func=cmd_demo)
     return parser
 
@@ -429,14 +456,27 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
+        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
+    remove_stale()
     try:
-        return args.func(args)
+        return int(args.func(args))
     except UsageError as err:
-        print(f"chaos: {err}", file=sys.stderr)
-        return 2
+        _say(f"chaos: {err}", sys.stderr)
+        return EXIT_USAGE
+    except ChaosFault as err:
+        _say(f"chaos: chaos itself failed, not the agent: {err}", sys.stderr)
+        return EXIT_USAGE
+    except (Interrupted, KeyboardInterrupt) as err:
+        _say(
+            f"chaos {args.command}: interrupted ({err or 'Ctrl-C'}); every agent it started is dead; nothing more ran",
+            sys.stderr,
+        )
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """``pytest --chaos scenarios/``: every scenario x boundary of a sweep as a pytest test item.
 
+Like a sweep: one item for the clean run, one for the scenario's own crash
+judged by its hand-written expectations (``as written``), and one per boundary
+of the clean run with derived expectations.
+
 So pytest's own machinery works on crash cases: ``-k`` selects boundaries,
 ``--lf`` reruns the last findings, pytest-xdist spreads them over workers and
 ``--junitxml`` reports them. Boundaries come from one clean run per scenario,
@@ -18,12 +22,14 @@ from typing import Any
 import orjson
 import pytest
 
-from chaos.cycle import render, run_case, slug
-from chaos.scenario import Crash, Scenario, load_scenario
-from chaos.spec import SpecError
-from chaos.sweep import phase_boundaries
-from chaos.target import Target, find_target, load_target
-from chaos.watch import Boundary
+from chaos.case.record import slug
+from chaos.case.run import run_case
+from chaos.errors import SpecError
+from chaos.report.console import render
+from chaos.scenario.files import load_scenario
+from chaos.scenario.model import Boundary, Crash, Scenario
+from chaos.scenario.target import Target, find_target, load_target
+from chaos.sweep.sweep import phase_boundaries
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +81,8 @@ class ChaosScenario(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         scenario, target = self._load()
         yield ChaosCase.from_parent(self, name="no crash", crash=None)
+        if scenario.crash is not None:
+            yield ChaosCase.from_parent(self, name="as written", crash=scenario.crash, as_written=True)
         for boundary in self._boundaries(scenario, target):
             yield ChaosCase.from_parent(self, name=str(boundary), crash=Crash(boundary))
 
@@ -90,7 +98,7 @@ class ChaosScenario(pytest.File):
         clean = run_case(
             scenario.with_crash(None), target, env, results / "collect" / f"{scenario.name}-{key}"
         )
-        boundaries = phase_boundaries(clean, "start")
+        boundaries = phase_boundaries(clean.evidence.start)
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(orjson.dumps([str(b) for b in boundaries]))
@@ -103,9 +111,9 @@ class ChaosFinding(Exception):
 
 
 class ChaosCase(pytest.Item):
-    def __init__(self, *, crash: Crash | None, **kwargs: Any) -> None:
+    def __init__(self, *, crash: Crash | None, as_written: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.crash = crash
+        self.crash, self.as_written = crash, as_written
 
     def runtest(self) -> None:
         assert isinstance(self.parent, ChaosScenario)
@@ -113,7 +121,8 @@ class ChaosCase(pytest.Item):
         folder = (
             Path(self.config.getoption("chaos_results")) / "cases" / slug(f"{scenario.name}-{self.name}", 150)
         )
-        verdict = run_case(scenario.with_crash(self.crash), target, _env(self.config), folder)
+        case = scenario if self.as_written else scenario.with_crash(self.crash)
+        verdict = run_case(case, target, _env(self.config), folder)
         if not verdict.ok:
             raise ChaosFinding(render(verdict))
 

@@ -13,11 +13,13 @@ from typing import Any
 import psutil
 
 from chaos.contract import Reducer
-from chaos.world import ModelServer, Sandbox, Turn, WorkspaceFile, make_sandbox
+from chaos.scenario.model import Turn, WorkspaceFile
 from chaos.world.ledger import read_ledger
+from chaos.world.model_server import ModelServer
+from chaos.world.sandbox import Sandbox, make_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
-AGENT = [sys.executable, "-m", "targets.reference"]
+AGENT = [sys.executable, "-m", "chaos.bundled.targets.reference"]
 DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
 FILES = {"README.md": WorkspaceFile("hello from the workspace\n"), "deploy.sh": DEPLOY}
 SESSIONS = ".tiny-agent/sessions"

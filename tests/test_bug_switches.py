@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chaos.contract import Reducer, reduce
 from chaos.contract import facts as F
-from chaos.world import Turn
+from chaos.scenario.model import Turn
 from tests.agent_world import bash, read
 from tests.test_reference_agent import _complete, _cut_after, _resume, _started, world
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from chaos.target import REPO
-from tests.conftest import conformance_dir
+from tests.conftest import REPO, conformance_dir
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from chaos.explore import scenarios, tool_names
+from chaos.explore.strategies import scenarios, tool_names
 from chaos.scenario import load_scenario, write_scenario
-from chaos.target import REPO, load_target
+from chaos.scenario.target import load_target
+from tests.conftest import REPO
 
 REFERENCE = REPO / "targets" / "reference.toml"
 # Each bug switch, and the seed that finds it quickly (Hypothesis is deterministic given a seed).

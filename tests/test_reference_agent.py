@@ -10,7 +10,7 @@ import orjson
 
 from chaos.contract import SYNTHETIC_CONTENT, reduce
 from chaos.contract.framing import committed_facts
-from chaos.world import Turn
+from chaos.scenario.model import Turn
 from tests.agent_world import AGENT, FULL_SCRIPT, bash, finish, live_descendants, start, world
 
 

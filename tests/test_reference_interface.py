@@ -10,10 +10,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chaos.bundled.targets.reference.tools import ToolFailure, run_tool
 
 from chaos.contract import reduce
-from chaos.world import ModelServer, Turn
-from targets.reference.tools import ToolFailure, run_tool
+from chaos.scenario.model import Turn
+from chaos.world.model_server import ModelServer
 from tests.agent_world import world
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from chaos.case.run import run_case
 from chaos.cli import main
 from chaos.contract import reduce
 from chaos.contract.framing import committed_facts, facts_of
-from chaos.cycle import run_case
 from chaos.scenario import Crash, load_scenario
-from chaos.target import REPO, load_target
-from chaos.watch import Boundary
+from chaos.scenario.model import Boundary
+from chaos.scenario.target import load_target
+from tests.conftest import REPO
 
 SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 TARGETS = Path(__file__).parent / "targets"
@@ -41,7 +42,8 @@ def test_every_shipped_scenario_passes_against_the_reference_agent(
     assert verdict["ok"] and verdict["exact"], verdict["landed"]
     for name in ("prefix.jsonl", "final.jsonl", "prefix.reduce.json", "current.json", "requests.json"):
         assert (tmp_path / name).is_file(), name
-    assert (tmp_path / "reproduce").read_text().startswith(f"chaos run {path}")
+    # the reproduce command reruns exactly this case: the scenario as used, kept in the run folder
+    assert (tmp_path / "reproduce").read_text().startswith(f"chaos run {tmp_path / 'scenario.toml'}")
 
 
 # Each bug switch of the reference agent, a scenario that must catch it, and the check that fails.
@@ -161,7 +163,7 @@ def test_a_hung_resume_is_killed_at_the_timeout_and_reported(
     )
     assert code == 1
     assert (
-        "✗ every phase ended before its timeout: expected within 60s, got killed at the timeout: resume-1"
+        "✗ every phase ended before its timeout: expected within 3s, got killed at the timeout: resume-1"
         in out
     )
     assert "resume-1: killed at the timeout" in out

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from chaos.cli import main
-from chaos.target import REPO
+from tests.conftest import REPO
 from tests.test_run import CAUGHT
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")

@@ -19,6 +19,7 @@ and the collector's scans of it pushed 16x the bytes past 18x the time.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import MutableSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,7 +184,7 @@ class _Journal:
     def delete(self, mapping: dict[Any, Any], key: Any) -> None:
         self.undo.append((mapping.__setitem__, key, mapping.pop(key)))
 
-    def add(self, items: set[Any], value: Any) -> None:
+    def add(self, items: MutableSet[Any], value: Any) -> None:
         items.add(value)
         self.undo.append((items.discard, value))
 
@@ -202,7 +203,7 @@ class _Journal:
 
 def _seq_of(fact: Any) -> int | None:
     seq = fact.get("seq") if type(fact) is dict else None
-    return int(seq) if shapes.positive_int(seq) else None
+    return int(seq) if seq is not None and shapes.positive_int(seq) else None
 
 
 def parse_arguments(arguments: str) -> dict[str, Any] | None:
@@ -349,10 +350,10 @@ class Reducer:
 
     @staticmethod
     def _shape(fact: Any) -> str:
-        shape = shapes.FACTS.get(fact.get("kind")) if type(fact) is dict else None
+        kind = fact.get("kind") if type(fact) is dict else None
+        shape = shapes.FACTS.get(kind) if isinstance(kind, str) else None
         if shape is None or not shape(fact):
             raise _Violation("INVALID_FACT")
-        kind = fact["kind"]
         if kind == "entry":
             entry_kind = shapes.entry_kind(fact["entry"])
             if entry_kind is None:
@@ -368,7 +369,7 @@ class Reducer:
             and digest_closed(record["configurationSnapshot"]) != record["configurationDigest"]
         ):
             raise _Violation("INVALID_FACT")
-        return record["type"]
+        return str(record["type"])
 
     def _fact(self, fact: dict[str, Any], kind: str) -> None:
         st, j = self.state, self._j

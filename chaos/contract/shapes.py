@@ -129,7 +129,8 @@ _MESSAGES = {"user": user_message, "assistant": assistant_message, "tool": tool_
 
 
 def any_message(v: Any) -> bool:
-    shape = _MESSAGES.get(v.get("role")) if type(v) is dict else None
+    role = v.get("role") if type(v) is dict else None
+    shape = _MESSAGES.get(role) if isinstance(role, str) else None
     return shape is not None and shape(v)
 
 

@@ -1,6 +1,2 @@
-"""The world chaos builds around an agent: a scripted model server, a sandbox, an effect ledger."""
-
-from chaos.world.model_server import ModelServer, Turn
-from chaos.world.sandbox import Sandbox, WorkspaceFile, make_sandbox
-
-__all__ = ["ModelServer", "Sandbox", "Turn", "WorkspaceFile", "make_sandbox"]
+"""The world chaos builds around an agent: a scripted model server on 127.0.0.1, a sandbox, an effect
+ledger. (Nothing is imported here: the ledger helper runs inside every effect of an agent.)"""

@@ -14,53 +14,44 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from chaos.scenario.model import Turn
 
 COMPACTION_MARKER = "Summarize the conversation"
 
 
-@dataclass
-class Turn:
-    """One scripted model answer; ``error`` (an HTTP status) or ``timeout`` replace the answer."""
-
-    text: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {name, arguments (object or raw str)}
-    finish: str | None = None  # stop | tool_calls | length; derived when None
-    error: int | None = None
-    timeout: bool = False
-    delay: float = 0.0
-    hold: bool = False
-
-    def body(self, turn: int, model: str) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.text}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{turn}_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": call["name"],
-                        "arguments": call["arguments"]
-                        if isinstance(call.get("arguments"), str)
-                        else json.dumps(call.get("arguments", {})),
-                    },
-                }
-                for i, call in enumerate(self.tool_calls)
-            ]
-        finish = self.finish or ("tool_calls" if self.tool_calls else "stop")
-        return {
-            "id": f"chatcmpl-{turn}",
-            "object": "chat.completion",
-            "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": 10 * (turn + 1),
-                "completion_tokens": 5,
-                "total_tokens": 10 * turn + 15,
-            },
-        }
+def completion_body(turn: Turn, index: int, model: str) -> dict[str, Any]:
+    """A scripted turn as an OpenAI chat completion (``index``: the turn's place in the script)."""
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{index}_{i}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else json.dumps(call.get("arguments", {})),
+                },
+            }
+            for i, call in enumerate(turn.tool_calls)
+        ]
+    finish = turn.finish or ("tool_calls" if turn.tool_calls else "stop")
+    return {
+        "id": f"chatcmpl-{index}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": 10 * (index + 1),
+            "completion_tokens": 5,
+            "total_tokens": 10 * index + 15,
+        },
+    }
 
 
 @dataclass
@@ -87,6 +78,7 @@ class ModelServer:
         self._released: set[int] = set()
         self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
         self._released_numbers: set[int] = set()
+        self._answered: set[int] = set()  # request numbers whose response was sent
         self._closing = False
         server = self
 
@@ -99,13 +91,14 @@ class ModelServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # serve_forever checks for shutdown every poll_interval: 0.5 s by default made closing
+        # a world cost 0.4 s per crash cycle.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def close(self) -> None:
         with self._lock:
@@ -130,6 +123,15 @@ class ModelServer:
         """Keep the ``number``-th request (1-based, over the server's life) in flight until released."""
         with self._lock:
             self._held_numbers.add(number)
+
+    def still_held(self, number: int) -> bool:
+        """The ``number``-th request arrived, is held, and no response to it was sent."""
+        with self._lock:
+            return (
+                number <= len(self.requests)
+                and number in self._held_numbers - self._released_numbers
+                and number not in self._answered
+            )
 
     def release_requests(self) -> None:
         with self._lock:
@@ -183,7 +185,7 @@ class ModelServer:
                 self._lock.wait(0.5)
         model = str(body.get("model", "scripted"))
         if compaction:
-            self._send(handler, 200, Turn(text=self.summary).body(turn, model))
+            self._send(handler, 200, completion_body(Turn(text=self.summary), turn, model), number)
             return
         scripted = self.script[turn] if turn < len(self.script) else Turn(text="done")
         if scripted.hold or scripted.timeout:
@@ -195,13 +197,17 @@ class ModelServer:
         if scripted.delay:
             time.sleep(scripted.delay)
         if scripted.error is not None:
-            self._send(handler, scripted.error, {"error": {"message": f"scripted HTTP {scripted.error}"}})
+            error = {"error": {"message": f"scripted HTTP {scripted.error}"}}
+            self._send(handler, scripted.error, error, number)
             return
-        self._send(handler, 200, scripted.body(turn, model))
+        self._send(handler, 200, completion_body(scripted, turn, model), number)
 
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    def _send(
+        self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], number: int = 0
+    ) -> None:
         data = json.dumps(payload).encode()
+        with self._lock:
+            self._answered.add(number)
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json")

@@ -4,10 +4,15 @@ The workspace is what the agent may touch; the ledger, gates and the agent's
 HOME live beside it, outside the workspace, so a tool cannot forge its own
 effect record. The environment is built from nothing: no credential of the
 caller's shell leaks into the agent or into a saved fixture.
+
+Each sandbox names its owner (the chaos process and its start time), so a
+sandbox left behind by a chaos that was killed outright is removed by the next
+chaos that starts; nothing else ever outlives a run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -15,13 +20,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
+from chaos.scenario.model import WorkspaceFile, file_conflicts, workspace_path_problem
+
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
-
-
-@dataclass(frozen=True)
-class WorkspaceFile:
-    content: str
-    executable: bool = False
+PREFIX = "chaos-"
+OWNER = ".chaos-owner"
+LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER})  # what a sandbox root may hold
 
 
 @dataclass
@@ -47,11 +53,21 @@ class Sandbox:
     def release(self, gate: str) -> None:
         (self.gate_dir / f"{gate}.release").touch()
 
+    def released(self, gate: str) -> bool:
+        return (self.gate_dir / f"{gate}.release").exists()
+
     def waiting(self, gate: str) -> bool:
         return (self.gate_dir / f"{gate}.waiting").exists()
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def strays(self) -> list[str]:
+        """What was written beside the workspace, outside the sandbox's own layout."""
+        try:
+            return sorted(name for name in os.listdir(self.root) if name not in LAYOUT)
+        except FileNotFoundError:
+            return []
 
     def environment(self, declared: dict[str, str], gates: list[str], log_glob: str) -> dict[str, str]:
         """The agent's whole environment: a few base variables, the world's, then the target's."""
@@ -69,18 +85,55 @@ class Sandbox:
         return env
 
 
+def _identity(pid: int) -> str:
+    return f"{pid} {psutil.Process(pid).create_time()}"
+
+
+def _owner_gone(owner: str) -> bool:
+    pid = int(owner.split()[0])
+    try:
+        return _identity(pid) != owner
+    except psutil.NoSuchProcess:
+        return True
+
+
+def remove_stale(parent: Path | None = None) -> list[Path]:
+    """Remove the sandboxes whose owning chaos process is gone (killed before it could clean up)."""
+    removed = []
+    for root in Path(parent or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if _owner_gone((root / OWNER).read_text()):
+                shutil.rmtree(root, ignore_errors=True)
+                removed.append(root)
+    return removed
+
+
 def make_sandbox(files: dict[str, WorkspaceFile], parent: Path | None = None) -> Sandbox:
-    """A new sandbox whose workspace holds ``files`` (paths relative to the workspace)."""
-    root = Path(tempfile.mkdtemp(prefix="chaos-", dir=parent)).resolve()
+    """A new sandbox whose workspace holds ``files`` (paths relative to the workspace).
+
+    A path that cannot be a workspace file is refused with ValueError before
+    anything is created; nothing is left behind when creation fails.
+    """
+    for name in files:
+        problem = workspace_path_problem(name)
+        if problem:
+            raise ValueError(f"workspace file {name!r}: {problem}")
+    conflict = file_conflicts(list(files))
+    if conflict:
+        raise ValueError(f"workspace file {conflict[0]!r} cannot also be the folder of {conflict[1]!r}")
+    root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent)).resolve()
     box = Sandbox(root)
-    for directory in (box.workspace, box.gate_dir, box.home):
-        directory.mkdir()
-    for name, spec in files.items():
-        path = (box.workspace / name).resolve()
-        if box.workspace not in path.parents:
-            raise ValueError(f"workspace file {name!r} would land outside the workspace")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(spec.content)
-        if spec.executable:
-            path.chmod(0o755)
+    try:
+        (root / OWNER).write_text(_identity(os.getpid()))
+        for directory in (box.workspace, box.gate_dir, box.home):
+            directory.mkdir()
+        for name, spec in files.items():
+            path = box.workspace / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(spec.content)
+            if spec.executable:
+                path.chmod(0o755)
+    except BaseException:
+        box.remove()
+        raise
     return box

@@ -1,4 +1,4 @@
-"""python -m targets.reference [PROMPT] [--session ID] [--compact] [--configuration]
+"""python -m chaos.bundled.targets.reference [PROMPT] [--session ID] [--compact] [--configuration]
 
 Exit codes: 0 completed, 3 blocked, 4 failed, 5 aborted, 1 the session log is
 corrupt or cannot be opened, 2 usage error.
@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from chaos.contract import facts as F
-from targets.reference.agent import EXIT, Agent
-from targets.reference.session import SessionFile, SessionUnusable
+
+from .agent import EXIT, Agent
+from .session import SessionFile, SessionUnusable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m targets.reference", description=__doc__)
+    parser = _Parser(prog="python -m chaos.bundled.targets.reference", description=__doc__)
     parser.add_argument("prompt", nargs="?")
     parser.add_argument("--session", metavar="ID")
     parser.add_argument("--compact", action="store_true")

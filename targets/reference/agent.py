@@ -19,9 +19,10 @@ from typing import Any
 from chaos.contract import SessionState, plan_recovery
 from chaos.contract import facts as F
 from chaos.contract.digest import digest
-from targets.reference.provider import ProviderError, complete
-from targets.reference.session import SessionFile
-from targets.reference.tools import ToolFailure, declarations, run_tool
+
+from .provider import ProviderError, complete
+from .session import SessionFile
+from .tools import ToolFailure, declarations, run_tool
 
 SYSTEM_PROMPT = "You are a careful coding agent. Work only inside the current workspace."
 COMPACTION_PROMPT = "Summarize the conversation so far for a continuation; keep every fact needed later."

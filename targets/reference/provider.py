@@ -7,6 +7,7 @@ second try, on resume).
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -49,6 +50,8 @@ def complete(base_url: str, model: str, api_key: str | None, body: dict[str, Any
         raise ProviderError(code, f"HTTP {err.code}") from None
     except TimeoutError:
         raise ProviderError("timeout", f"no answer within {timeout:g}s") from None
+    except http.client.HTTPException as err:  # a bad status line or a cut-off answer: the provider's fault
+        raise ProviderError("invalid_response", f"{type(err).__name__}: {err}") from None
     except (urllib.error.URLError, ConnectionError, OSError) as err:
         raise ProviderError("connection_error", str(getattr(err, "reason", err))) from None
     except ValueError:

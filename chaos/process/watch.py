@@ -2,50 +2,22 @@
 
 The log is read as it grows and every complete line goes through the
 incremental reducer, so the boundary is judged on committed facts only, never
-on a torn tail. A ``Boundary`` names a fact kind or record type, optional field
-filters and the n-th occurrence.
+on a torn tail.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from chaos.contract import ContractError, Reducer
 from chaos.contract.framing import committed_length, committed_lines, facts_of
-
-RECORDS = (
-    "runStarted",
-    "stepAttempt",
-    "stepFailed",
-    "toolStarted",
-    "compactionStarted",
-    "abortRequested",
-    "operationFinished",
-)
-ENTRIES = ("entry:user", "entry:stop", "entry:toolUse", "entry:length", "entry:tool", "entry:compaction")
-# Boundaries the world holds exactly: a model request the server keeps in flight, an
-# effect held at its ledger gate while running, or done with its result not yet durable.
-IN_FLIGHT = ("model-request", "effect-running", "effect-done")
-KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
-_SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
-
-
-def kind_of(fact: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A fact's boundary kind and the body its field filters read."""
-    if fact["kind"] == "record":
-        return fact["record"]["type"], fact["record"]
-    if fact["kind"] == "entry":
-        body = fact["entry"]
-        message = body.get("message", {})
-        return "entry:" + (body.get("stopReason") or message.get("role") or body["type"]), body
-    return fact["kind"], fact  # usage, or the header
+from chaos.contract.kinds import kind_of
+from chaos.scenario.model import Boundary
 
 
 def durable_boundaries(appended: bytes, with_header: bool) -> list[Boundary]:
@@ -65,65 +37,6 @@ def durable_boundaries(appended: bytes, with_header: bool) -> list[Boundary]:
             if fact is facts[0]:
                 out.append(Boundary(name, {}, seen[name]))
     return out
-
-
-def _value(text: str) -> Any:
-    return int(text) if text.isdigit() else text
-
-
-@dataclass(frozen=True)
-class Boundary:
-    """A point in a run to crash at: the ``nth`` fact of kind ``what`` whose fields match ``where``.
-
-    ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
-    ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
-    ``header`` (the log exists, no transaction yet), ``any`` (the n-th fact, whatever it is),
-    or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
-    Written as text: ``toolStarted[toolName=bash]#2``.
-    """
-
-    what: str
-    where: dict[str, Any] = field(default_factory=dict)  # e.g. {"toolName": "read"}
-    nth: int = 1
-
-    def __post_init__(self) -> None:
-        if self.what not in KINDS:
-            raise ValueError(f"{self.what!r} is not a boundary; use one of: {', '.join(KINDS)}")
-        if self.nth < 1:
-            raise ValueError(f"occurrence must be 1 or more, got {self.nth}")
-        if self.what.startswith("effect-") and set(self.where) != {"effect"}:
-            raise ValueError(
-                f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
-            )
-
-    @classmethod
-    def parse(cls, text: str, nth: int | None = None) -> Boundary:
-        """Read ``what[key=value]...#n``; an explicit ``nth`` wins over ``#n``."""
-        match = _SYNTAX.match(text.strip())
-        if not match:
-            raise ValueError(
-                f"{text!r} is not a boundary; write it as kind[field=value]#n, e.g. toolStarted[toolName=bash]#2"
-            )
-        where = {
-            key.strip(): _value(value.strip())
-            for key, value in re.findall(r"\[([^\]=]+)=([^\]]*)\]", match.group("filters"))
-        }
-        count = nth if nth is not None else int(match.group("nth") or 1)
-        return cls(match.group("what"), where, count)
-
-    @property
-    def in_flight(self) -> bool:
-        return self.what in IN_FLIGHT
-
-    def matches(self, fact: dict[str, Any]) -> bool:
-        name, body = kind_of(fact)
-        if self.what == "any":
-            return name != "header" and all(body.get(k) == v for k, v in self.where.items())
-        return name == self.what and all(body.get(k) == v for k, v in self.where.items())
-
-    def __str__(self) -> str:
-        filters = "".join(f"[{k}={v}]" for k, v in self.where.items())
-        return f"{self.what}{filters}#{self.nth}"
 
 
 @dataclass

@@ -11,20 +11,23 @@ cooperation: a Go or Node agent is stopped the same way.
 
 ptrace requests must come from the thread that started the tracee, so each
 traced process owns a thread that spawns it and runs the wait loop. Where
-ptrace or seccomp is unavailable, ``Launch`` falls back to polling the log,
-and says so: kills are then reported as possibly late.
+ptrace or seccomp is unavailable (a container, Yama ``ptrace_scope`` 3,
+``CHAOS_NO_PTRACE=1``), the run falls back to polling the log and says so:
+kills are then reported as possibly late. Nothing is assumed: ``probe``
+traces a tiny child through one trapped write, once per chaos process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import platform
 import signal
 import struct
 import subprocess
+import sys
 from collections.abc import Callable
+from functools import cache
 
 PTRACE_TRACEME, PTRACE_CONT, PTRACE_SYSCALL = 0, 7, 24
 PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG = 0x4200, 0x4201
@@ -82,7 +85,7 @@ class _Seccomp:
             os._exit(126)
 
     def request(self, op: int, pid: int, data: int = 0) -> int:
-        return self.libc.ptrace(op, pid, None, ctypes.c_void_p(data))
+        return int(self.libc.ptrace(op, pid, None, ctypes.c_void_p(data)))
 
     def registers(self, pid: int) -> ctypes.Array[ctypes.c_ulong]:
         regs = (ctypes.c_ulong * 34)()
@@ -103,13 +106,45 @@ class _Seccomp:
 _SECCOMP: _Seccomp | None = None
 
 
-def exact_kills_available() -> bool:
-    """ptrace and seccomp work here (Linux on x86_64 or aarch64, tracing allowed)."""
+@cache
+def _probe() -> str | None:
     global _SECCOMP
-    if _SECCOMP is None and platform.system() == "Linux" and platform.machine() in SYSCALLS:
-        with contextlib.suppress(OSError):
-            _SECCOMP = _Seccomp()
-    return _SECCOMP is not None and os.environ.get("CHAOS_NO_PTRACE") != "1"
+    if platform.system() != "Linux" or platform.machine() not in SYSCALLS:
+        return f"ptrace and seccomp are not supported on {platform.system()} {platform.machine()}"
+    try:
+        _SECCOMP = _Seccomp()
+    except (OSError, AttributeError) as err:
+        return f"cannot load the C library's ptrace: {err}"
+    writes: list[int] = []
+
+    def trapped(pid: int, tag: int) -> bool:
+        writes.append(tag)
+        return False
+
+    argv = [sys.executable, "-S", "-c", "import os; os.write(1, b'.')"]
+    try:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_SECCOMP.child
+        )
+        trace(proc, trapped, lambda pid: None, lambda code: None)
+    except OSError as err:
+        return f"a traced child could not start: {err}"
+    if proc.returncode == 126:
+        return "the kernel refused PTRACE_TRACEME or the seccomp filter (a container, or Yama ptrace_scope 3)"
+    if WRITE not in writes or proc.returncode != 0:
+        return f"a traced child trapped no write (exit {proc.returncode})"
+    return None
+
+
+def unavailable() -> str | None:
+    """Why exact kills are unavailable here, or None when a traced child really trapped a write."""
+    if os.environ.get("CHAOS_NO_PTRACE") == "1":
+        return "CHAOS_NO_PTRACE=1"
+    return _probe()
+
+
+def exact_kills_available() -> bool:
+    return unavailable() is None
 
 
 def trace(

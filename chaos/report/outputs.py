@@ -1,7 +1,9 @@
-"""What a sweep leaves for people and CI: the summary JSON and a JUnit XML report.
+"""What a sweep leaves for people and CI: the summary JSON, a JUnit XML report and an HTML report.
 
-Both are built from verdict entries only (the journal lines), so ``chaos
-merge`` can rebuild them from the result folders of several CI shards.
+All three are built from verdict entries only (the journal lines, each with
+the case's rendered view), so ``chaos merge`` and ``chaos report`` can
+rebuild them from the result folders of several CI shards, and the sweep
+itself never reads a case folder back.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 import orjson
 
-from chaos.check import Check
-from chaos.show import diff, diff_row, render, timeline
+from chaos.case.verdict import Verdict
+from chaos.check.checks import Check
+from chaos.report.show import diff, diff_row, render, timeline
+from chaos.report.text import printable
 
 
 def summarize(entries: list[dict[str, Any]], skipped: list[str], seconds: float) -> dict[str, Any]:
@@ -71,7 +75,7 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
 
 def failure_message(entry: dict[str, Any]) -> str:
     first = next(Check(**c) for c in entry["checks"] if not c["ok"])
-    return f"{first.text()} | reproduce: {entry['reproduce']}"
+    return printable(f"{first.text()} | reproduce: {entry['reproduce']}")
 
 
 def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sweep") -> None:
@@ -95,12 +99,12 @@ def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sw
         )
         if not entry["ok"]:
             failure = ET.SubElement(case, "failure", message=failure_message(entry), type="chaos.finding")
-            failure.text = (
-                "\n".join(f"{'ok ' if c['ok'] else 'FAIL'} {Check(**c).text()}" for c in entry["checks"])
-                + f"\nresults: {entry['folder']}\nreproduce: {entry['reproduce']}\n"
-            )
-    tree = ET.ElementTree(ET.Element("testsuites"))
-    tree.getroot().append(suite)
+            lines = [f"{'ok ' if c['ok'] else 'FAIL'} {Check(**c).text()}" for c in entry["checks"]]
+            lines += [f"results: {entry['folder']}", f"reproduce: {entry['reproduce']}"]
+            failure.text = "\n".join(printable(line) for line in lines) + "\n"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    tree = ET.ElementTree(root)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
@@ -136,43 +140,49 @@ li.ok { color: #276627; } li.fail { color: #b00; font-weight: bold; }
 """
 
 
-def _case_html(index: int, entry: dict[str, Any], folder: Path) -> str:
-    prefix_path, final_path = folder / "prefix.jsonl", folder / "final.jsonl"
+def case_view(verdict: Verdict) -> dict[str, Any]:
+    """What the HTML report shows of a case: the crash prefix's timeline with the kill point, and
+    what recovery appended (rendered from the evidence in memory, kept in the journal)."""
+    evidence = verdict.evidence
+    tl = timeline(evidence.prefix, evidence.current)
+    last = tl.rows[-1].line if tl.rows else None
+    view: dict[str, Any] = {"timeline": render(tl, mark=last if verdict.scenario.crash else None)}
+    if evidence.resumes:
+        view["appended"] = [printable(diff_row("+", r)) for r in diff(evidence.prefix, evidence.final).added]
+    return view
+
+
+def _html(text: str) -> str:
+    return escape(printable(text))
+
+
+def _case_html(index: int, entry: dict[str, Any]) -> str:
     parts = [
         f'<section class="case {"ok" if entry["ok"] else "fail"}" id="case-{index}">',
-        f"<h2>{escape(entry['case'])}</h2>",
-        f"<p>crash: {escape(str(entry.get('crash') or 'none'))}; landed: {escape(str(entry.get('landed')))}</p>",
+        f"<h2>{_html(entry['case'])}</h2>",
+        f"<p>crash: {_html(str(entry.get('crash') or 'none'))}; landed: {_html(str(entry.get('landed')))}</p>",
     ]
-    if prefix_path.exists():
-        prefix = prefix_path.read_bytes()
-        current = folder / "current.json"
-        tl = timeline(prefix, orjson.loads(current.read_bytes()) if current.exists() else None)
-        last = tl.rows[-1].line if tl.rows else None
-        text = escape(render(tl, mark=last if entry.get("crash") else None))
+    view = entry.get("view") or {}
+    if "timeline" in view:
+        text = "\n".join(_html(line) for line in view["timeline"].split("\n"))
         text = text.replace("── kill landed here ──", '<span class="kill">── kill landed here ──</span>')
         parts += ["<h3>crash prefix</h3>", f'<pre class="timeline">{text}</pre>']
-        if final_path.exists():
-            added = diff(prefix, final_path.read_bytes()).added
-            rows = "\n".join(diff_row("+", r) for r in added)
-            parts += [
-                "<h3>appended by recovery</h3>",
-                f'<pre class="appended">{escape(rows or "nothing")}</pre>',
-            ]
-    else:
-        parts.append("<p>(logs not kept for this case)</p>")
+        if "appended" in view:
+            rows = "\n".join(_html(row) for row in view["appended"])
+            parts += ["<h3>appended by recovery</h3>", f'<pre class="appended">{rows or "nothing"}</pre>']
     items = [
-        f'<li class="{"ok" if c["ok"] else "fail"}">{"✓" if c["ok"] else "✗"} {escape(Check(**c).text())}</li>'
+        f'<li class="{"ok" if c["ok"] else "fail"}">{"✓" if c["ok"] else "✗"} {_html(Check(**c).text())}</li>'
         for c in sorted(entry["checks"], key=lambda c: c["ok"])  # failures first
     ]
     parts += [
         f'<ul class="checks">{"".join(items)}</ul>',
-        f"<p>reproduce: <code>{escape(entry['reproduce'])}</code></p>",
+        f"<p>reproduce: <code>{_html(entry['reproduce'])}</code></p>",
     ]
     return "\n".join(parts) + "</section>"
 
 
 def _column(entry: dict[str, Any]) -> str:
-    return entry["case"].split(" @ ", 1)[-1]
+    return str(entry["case"]).split(" @ ", 1)[-1]
 
 
 def write_html(path: Path, entries: list[dict[str, Any]], title: str = "chaos sweep") -> None:
@@ -186,27 +196,27 @@ def write_html(path: Path, entries: list[dict[str, Any]], title: str = "chaos sw
     by_cell = {(e["scenario"], _column(e)): e for e in entries}
     scenarios = sorted({e["scenario"] for e in entries})
     findings = sum(1 for e in entries if not e["ok"])
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{_html(c)}</th>" for c in columns)
     rows = []
     for scenario in scenarios:
         cells = []
         for col in columns:
-            entry = by_cell.get((scenario, col))
-            if entry is None:
+            cell = by_cell.get((scenario, col))
+            if cell is None:
                 cells.append('<td class="empty"></td>')
                 continue
-            verdict = "pass" if entry["ok"] else "fail"
-            failed = [c["name"] for c in entry["checks"] if not c["ok"]]
-            tip = escape(f"{entry['case']}: " + ("ok" if entry["ok"] else "; ".join(failed)))
-            mark = "✓" if entry["ok"] else "✗"
+            verdict = "pass" if cell["ok"] else "fail"
+            failed = [c["name"] for c in cell["checks"] if not c["ok"]]
+            tip = _html(f"{cell['case']}: " + ("ok" if cell["ok"] else "; ".join(failed)))
+            mark = "✓" if cell["ok"] else "✗"
             cells.append(
-                f'<td class="cell {verdict}" title="{tip}"><a href="#case-{index[id(entry)]}">{mark}</a></td>'
+                f'<td class="cell {verdict}" title="{tip}"><a href="#case-{index[id(cell)]}">{mark}</a></td>'
             )
-        rows.append(f"<tr><th>{escape(scenario)}</th>{''.join(cells)}</tr>")
-    body = "\n".join(_case_html(index[id(e)], e, Path(e["folder"])) for e in entries)
+        rows.append(f"<tr><th>{_html(scenario)}</th>{''.join(cells)}</tr>")
+    body = "\n".join(_case_html(index[id(e)], e) for e in entries)
     path.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
+        f"<style>{CSS}</style></head><body><h1>{_html(title)}</h1>"
         f"<p class='summary'>{len(entries)} case(s), {findings} finding(s)</p>"
         f"<table class='matrix'><thead><tr><th>scenario</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"{body}</body></html>\n",

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.scenario import OUTCOMES
-from chaos.spec import SpecError, Table, load_toml
+from chaos.bundled import targets_folder
+from chaos.errors import SpecError
+from chaos.scenario.model import OUTCOMES
+from chaos.scenario.spec import Table
 
-REPO = Path(__file__).resolve().parent.parent
+GUIDE = "the README, 'Drive your own agent'"
 PLACEHOLDERS = {
     "python": "the Python running chaos",
     "prompt": "the scenario's prompt (start only)",
@@ -61,6 +63,14 @@ class Target:
                 return outcome
         return None
 
+    @property
+    def reference(self) -> str:
+        """How ``--target`` names this target: its name when that finds this very spec, else its path."""
+        try:
+            return self.name if find_target(self.name).resolve() == self.path.resolve() else str(self.path)
+        except SpecError:
+            return str(self.path)
+
 
 def fill(template: str, values: dict[str, str]) -> str:
     return string.Formatter().vformat(template, (), values)
@@ -78,9 +88,16 @@ def _check_template(table: Table, key: str, template: str, allowed: set[str]) ->
         )
 
 
+def cwd_problem(cwd: Path, workspace: Path) -> str | None:
+    """Why the agent may not run in ``cwd``: it must be the workspace or inside it."""
+    resolved, inside = cwd.resolve(), workspace.resolve()
+    if resolved != inside and inside not in resolved.parents:
+        return f"resolves to {resolved}, outside the sandbox workspace; a target runs only inside it"
+    return None
+
+
 def load_target(path: Path) -> Target:
-    data, source = load_toml(path)
-    top = Table(path, source, "", data)
+    top = Table.top(path)
     common = set(PLACEHOLDERS) - {"prompt", "session_id"}
     start = top.strings("start")
     resume = top.strings("resume")
@@ -96,14 +113,22 @@ def load_target(path: Path) -> Target:
             _check_template(top, key, part, common | extra)
     cwd = top.take("cwd", str, "{workspace}")
     _check_template(top, "cwd", cwd, common)
+    sample = Path("/chaos-sandbox/workspace")
+    problem = cwd_problem(Path(fill(cwd, dict.fromkeys(common, "x") | {"workspace": str(sample)})), sample)
+    if problem:
+        top.fail("cwd", f"{cwd!r} {problem}; use {{workspace}} or a folder inside it")
     sessions = top.take("sessions", str)
+    if sessions.startswith("/") or ".." in Path(sessions).parts:
+        top.fail("sessions", "must be a glob relative to the workspace, e.g. .tiny-agent/sessions/*.jsonl")
     env_table = top.table("env")
     env = {key: env_table.take(key, str) for key in list(env_table.data)}
     for key, value in env.items():
         _check_template(env_table, key, value, common)
     codes_table = top.table("exit", required=True)
     codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}
-    codes_table.done()
+    codes_table.done(GUIDE)
+    if len(set(codes.values())) != len(codes):
+        codes_table.fail(None, "each outcome needs its own exit status")
     config = top.table("configuration", required=True)
     command = config.strings("command", None)
     derive = config.take("derive", bool, False)
@@ -113,13 +138,13 @@ def load_target(path: Path) -> Target:
         )
     for part in command or []:
         _check_template(config, "command", part, common)
-    config.done()
+    config.done(GUIDE)
     tools = []
     for tool in top.tables("tools"):
         name = tool.take("name", str)
         replay = tool.choice("replay", ("safe", "never"), "never")
         tools.append(ToolDeclaration(name, replay, tool.take("replay_key", str, f"{name}:{replay}")))
-        tool.done()
+        tool.done(GUIDE)
     if derive and not tools:
         top.fail("tools", "a derived configuration needs the target's [[tools]] declarations")
     target = Target(
@@ -138,24 +163,28 @@ def load_target(path: Path) -> Target:
         compact=compact,
     )
     top.take("description", str, "")
-    top.done()
+    top.done(GUIDE)
     return target
 
 
-def find_target(name: str, near: Path | None = None) -> Path:
-    """A target by path, or by name in ./targets, beside the scenario, or in chaos's own targets/."""
-    candidate = Path(name)
-    if candidate.suffix == ".toml":
-        if candidate.exists():
-            return candidate
-        raise SpecError(f"{name}: no such target spec")
-    folders = [Path.cwd() / "targets", REPO / "targets"]
+def _folders(near: Path | None) -> list[Path]:
+    folders = [Path.cwd() / "targets", targets_folder()]
     if near is not None:
         folders.insert(0, near.resolve().parent.parent / "targets")
-    for folder in folders:
-        if (folder / f"{name}.toml").exists():
+    return folders
+
+
+def find_target(name: str, near: Path | None = None) -> Path:
+    """A target by path, or by name: in ./targets, beside the scenario, or among chaos's bundled targets."""
+    candidate = Path(name)
+    if candidate.suffix == ".toml":
+        if candidate.is_file():
+            return candidate
+        raise SpecError(f"{name}: no such target spec")
+    for folder in _folders(near):
+        if (folder / f"{name}.toml").is_file():
             return folder / f"{name}.toml"
-    known = sorted({p.stem for f in folders if f.is_dir() for p in f.glob("*.toml")})
+    known = sorted({p.stem for f in _folders(near) if f.is_dir() for p in f.glob("*.toml")})
     raise SpecError(f"unknown target {name!r}; known targets: {', '.join(known) or 'none'}")
 
 

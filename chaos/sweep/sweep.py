@@ -11,7 +11,6 @@ interrupted sweep keeps what it did and ``--resume`` carries on from there.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
 import threading
 import time
@@ -23,20 +22,16 @@ from typing import Any
 
 import orjson
 
-from chaos import run
-from chaos.cycle import Verdict, run_case, save_verdict, slug
-from chaos.report import read_journal, reported
-from chaos.scenario import Crash, Scenario
-from chaos.target import Target
-from chaos.watch import Boundary, durable_boundaries
-
-KEEP = (
-    "verdict.json",
-    "reproduce",
-    "prefix.jsonl",
-    "final.jsonl",
-    "current.json",
-)  # a passing case's, without --keep-all
+from chaos.case.record import Record, slug
+from chaos.case.run import Hook, run_case
+from chaos.case.verdict import Verdict
+from chaos.check.checks import reduced
+from chaos.process import phase as phases
+from chaos.process.phase import Phase
+from chaos.process.watch import durable_boundaries
+from chaos.report.outputs import case_view, read_journal, reported
+from chaos.scenario.model import Boundary, Crash, Scenario
+from chaos.scenario.target import Target
 
 
 @dataclass(frozen=True)
@@ -59,12 +54,13 @@ class Case:
         return int(hashlib.sha256(self.id.encode()).hexdigest(), 16) % count == index - 1
 
 
-def phase_boundaries(verdict: Verdict, phase_name: str) -> list[Boundary]:
-    """Every boundary one phase of a clean (uncrashed) run passed, counted within that phase."""
-    phase = next(p for p in verdict.phases if p.name == phase_name)
-    log = (verdict.folder / ("prefix.jsonl" if phase_name == "start" else f"{phase_name}.jsonl")).read_bytes()
-    boundaries = durable_boundaries(log[phase.log_before :], with_header=phase.log_before == 0)
-    boundaries += [Boundary("model-request", {}, n) for n in range(1, phase.requests + 1)]
+def phase_boundaries(phase: Phase) -> list[Boundary]:
+    """Every boundary one phase passed, counted within that phase (durable ones up to any corruption)."""
+    committed = reduced(phase.log_after).repaired_length
+    start = phase.committed_before
+    boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
+    requests = phase.requests[1] - phase.requests[0]
+    boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
     seen: dict[str, int] = {}
     for effect in phase.effects:
         seen[effect] = seen.get(effect, 0) + 1
@@ -86,7 +82,8 @@ class Sweep:
     keep_all: bool = False
     resume: bool = False
     timeout: float | None = None
-    hooks: list[Callable[[Case, Verdict], None]] = field(default_factory=list)  # mining, oracles
+    hooks: tuple[Hook, ...] = ()  # other judges of each case's evidence (--oracle)
+    after: list[Callable[[Verdict], object]] = field(default_factory=list)  # e.g. mining, once judged
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # not run: the budget ran out
     started: float = field(default_factory=time.monotonic)
@@ -113,25 +110,23 @@ class Sweep:
         if case.id in self.verdicts:
             return self.verdicts[case.id]
         scenario = case.scenario.with_crash(case.crash, case.then_crash)
-        verdict = run_case(scenario, case.target, self.target_env, self.folder(case), self.timeout)
-        if self.hooks:
-            for hook in self.hooks:
-                hook(case, verdict)
-            save_verdict(verdict)  # an oracle hook may have added checks
+        folder = self.folder(case)
+        verdict = run_case(scenario, case.target, self.target_env, folder, self.timeout, hooks=self.hooks)
+        for after in self.after:
+            after(verdict)
         children = _children(case, verdict, self.depth)
         entry = verdict.to_json() | {
             "case": case.id,
             "next": [str(b) for b in children],
             "reported": case.in_shard(self.shard),  # clean runs run in every shard, count in one
+            "view": case_view(verdict),
         }
         with self._lock:
             self.verdicts[case.id] = entry
             with self.journal.open("ab") as journal:
                 journal.write(orjson.dumps(entry) + b"\n")
         if verdict.ok and not self.keep_all:
-            for path in verdict.folder.iterdir():
-                if path.name not in KEEP:
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+            Record(folder).prune()
         return entry
 
     def reported(self) -> list[dict[str, Any]]:
@@ -145,10 +140,11 @@ def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
     """The boundaries to crash at next: a clean run's, or (depth 2) a crash case's first resume's."""
     if case.as_written:
         return []
+    evidence = verdict.evidence
     if case.crash is None:
-        return phase_boundaries(verdict, "start")
-    if depth >= 2 and case.then_crash is None and (verdict.folder / "resume-1.jsonl").exists():
-        return phase_boundaries(verdict, "resume-1")
+        return phase_boundaries(evidence.start)
+    if depth >= 2 and case.then_crash is None and evidence.recoveries:
+        return phase_boundaries(evidence.recoveries[0])
     return []
 
 
@@ -214,7 +210,7 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     total += len(more)
                     progress.show(done, total)
         except BaseException:
-            run.ABORT.set()
+            phases.ABORT.set()
             for future in pending:
                 future.cancel()
             raise

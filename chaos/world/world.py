@@ -8,13 +8,15 @@ the crash run, with the scenario's change applied for the resumes.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.scenario import Configuration, Scenario
-from chaos.target import Target, fill, placeholders
+from chaos.errors import TargetUnusable
+from chaos.scenario.model import Configuration, Scenario
+from chaos.scenario.target import Target, cwd_problem, fill, placeholders
 from chaos.world.model_server import ModelServer
 from chaos.world.sandbox import Sandbox, make_sandbox
 
@@ -34,6 +36,14 @@ class World:
     def log_path(self) -> Path | None:
         found = sorted(glob.glob(self.log_glob))
         return Path(found[0]) if found else None
+
+    def log(self) -> bytes:
+        """The session log's bytes now (empty when the agent has not created it)."""
+        path = self.log_path()
+        try:
+            return path.read_bytes() if path else b""
+        except FileNotFoundError:
+            return b""
 
     def values(self, config: Configuration) -> dict[str, str]:
         return placeholders(
@@ -64,5 +74,18 @@ class World:
 
 
 def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -> World:
+    """A fresh sandbox and model server for one case; refuses what would let the agent out of it."""
+    for name in scenario.files:
+        if fnmatch.fnmatch(name, target.sessions):
+            where = scenario.path or "the scenario"
+            raise TargetUnusable(
+                f"{where}: files.{name}: pre-seeds a session log (the target's sessions glob "
+                f"{target.sessions!r} matches it); a session log must be one the agent wrote"
+            )
     box = make_sandbox(scenario.files)
-    return World(scenario, target, box, ModelServer(scenario.turns), extra_env)
+    world = World(scenario, target, box, ModelServer(scenario.turns), extra_env)
+    problem = cwd_problem(world.cwd, box.workspace)
+    if problem:
+        world.close()
+        raise TargetUnusable(f"{target.path}: cwd {target.cwd!r} {problem}")
+    return world

@@ -3,8 +3,9 @@
 ``timeline`` is pure over bytes: one row per fact with the fields recovery
 depends on, rows grouped by transaction, the torn tail and the reducer's error
 placed where they are, the reduced state summarised and, given a current
-configuration, the plan. ``render`` prints it (ANSI colour on a terminal);
-``chaos report`` and ``chaos run --pause`` reuse both.
+configuration, the plan. ``render`` prints it (ANSI colour on a terminal),
+every line escaped first (the log's text is the agent's); ``chaos report``
+and ``chaos run --pause`` reuse both.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery
+from chaos.contract.describe import detail, plan_text
 from chaos.contract.framing import FramingError, committed_length, committed_lines, facts_of, parse_line
-from chaos.watch import kind_of
+from chaos.contract.kinds import kind_of
+from chaos.report.text import printable
 
 COLOURS = {"record": "36", "entry": "32", "usage": "90", "error": "31;1", "torn": "33", "plan": "35;1"}
 
@@ -52,37 +55,6 @@ class Timeline:
             "state": self.state,
             "plan": self.plan,
         }
-
-
-def detail(fact: dict[str, Any]) -> str:
-    """The fields of one fact that recovery depends on, as ``key=value`` text."""
-    name, body = kind_of(fact)
-    parts: list[str] = []
-    if name == "stepAttempt":
-        parts += [f"attempt={body['attempt']}", f"stepKind={body['stepKind']}"]
-    elif name == "toolStarted":
-        parts += [f"tool={body['toolName']}", f"replay={body['replay']}", f"index={body['toolIndex']}"]
-    elif name in ("entry:stop", "entry:toolUse", "entry:length"):
-        calls = body.get("message", {}).get("tool_calls") or []
-        parts += [f"calls={','.join(c['function']['name'] for c in calls)}"] if calls else []
-    elif name == "entry:tool":
-        result = body.get("result", {})
-        parts += [f"tool={body.get('toolName')}", f"result={result.get('reason') or result.get('type')}"]
-    elif name == "stepFailed":
-        parts += [f"error={body['error']['code']}"]
-    elif name == "abortRequested":
-        parts += [f"phase={body.get('phase')}"]
-    elif name == "operationFinished":
-        parts += [f"outcome={body['outcome']}"] + (
-            [f"completion={body['completion']}"] if "completion" in body else []
-        )
-    elif name in ("runStarted", "compactionStarted"):
-        parts += [f"operation={body.get('operationKind')}"]
-    elif name == "usage":
-        parts += [f"for={'attempt' if 'attemptId' in fact else 'tool'}"]
-    elif name == "header":
-        parts += [f"model={fact.get('model')}", f"identity={fact.get('environmentIdentity')}"]
-    return " ".join(parts)
 
 
 def _summary(reducer: Reducer) -> dict[str, Any] | None:
@@ -137,15 +109,9 @@ def _excerpt(line: bytes) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def plan_text(plan: dict[str, Any]) -> str:
-    keys = ("mode", "attempt", "toolName", "outcome", "completion", "reason")
-    parts = [f"{k}={plan[k]}" for k in keys if k in plan]
-    if "results" in plan:
-        parts.append("results=" + ",".join(f"{r['toolName']}:{r['reason']}" for r in plan["results"]))
-    return f"{plan['type']} " + " ".join(parts)
-
-
 def _paint(text: str, colour: str | None, on: bool) -> str:
+    """Escape a line (it may hold the log's text), then colour it."""
+    text = printable(text)
     return f"\033[{colour}m{text}\033[0m" if on and colour else text
 
 
@@ -162,7 +128,9 @@ def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
         if mark is not None and row.line == mark and row.position in ("", "last"):
             out.append(_paint("     ── kill landed here ──", COLOURS["error"], colour))
     if tl.unjudged:
-        out.append(f"          ({tl.unjudged} committed line(s) after the error, not judged)")
+        out.append(
+            _paint(f"          ({tl.unjudged} committed line(s) after the error, not judged)", None, colour)
+        )
     if tl.torn:
         out.append(
             _paint(
@@ -170,7 +138,7 @@ def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
             )
         )
     if tl.error is None:
-        out.append(f"reduces: ok; repairedLength {tl.repaired_length}")
+        out.append(_paint(f"reduces: ok; repairedLength {tl.repaired_length}", None, colour))
     else:
         out.append(
             _paint(f"reduces: no, {tl.error['code']} at line {tl.error['line']}", COLOURS["error"], colour)
@@ -178,9 +146,8 @@ def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
     if tl.state and tl.error is None:
         s = tl.state
         pending = f", pending tools: {', '.join(map(str, s['pendingTools']))}" if s["pendingTools"] else ""
-        out.append(
-            f"state: operation {s['operation']}, step {s['step']}, {s['transcript']} message(s){pending}"
-        )
+        text = f"state: operation {s['operation']}, step {s['step']}, {s['transcript']} message(s){pending}"
+        out.append(_paint(text, None, colour))
     if tl.plan is not None:
         out.append(_paint(f"plan: {plan_text(tl.plan)}", COLOURS["plan"], colour))
     return "\n".join(out)
@@ -188,19 +155,43 @@ def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
 
 @dataclass
 class Diff:
-    common: int  # committed lines both logs share byte for byte
+    common: int  # committed lines both logs share (byte for byte, or by kind across sessions)
     removed: list[Row]  # rows of the first log after the common part (a rewrite, if any)
     added: list[Row]  # rows of the second log after the common part
+    sessions: bool = False  # the logs are different sessions: compared by position and kind
+
+
+def _session(data: bytes) -> object:
+    lines = committed_lines(data)
+    try:
+        header = parse_line(lines[0]) if lines else None
+    except FramingError:
+        return None
+    return header.get("id") if isinstance(header, dict) else None
 
 
 def diff(before: bytes, after: bytes) -> Diff:
-    """Where two logs part: recovery should only append, so ``removed`` is normally empty."""
-    a, b = committed_lines(before), committed_lines(after)
+    """Where two logs part: recovery should only append, so ``removed`` is normally empty.
+
+    Two different sessions (two runs of one scenario) never share bytes: their
+    ids differ. They are compared line by line by the kinds of their facts.
+    """
+    rows_a, rows_b = timeline(before).rows, timeline(after).rows
+    sessions = _session(before) != _session(after)
+    if sessions:
+        a = [
+            [r.name for r in rows_a if r.line == n] for n in range(1, (rows_a[-1].line if rows_a else 0) + 1)
+        ]
+        b = [
+            [r.name for r in rows_b if r.line == n] for n in range(1, (rows_b[-1].line if rows_b else 0) + 1)
+        ]
+    else:
+        a, b = committed_lines(before), committed_lines(after)  # type: ignore[assignment]
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1
-    rows_a, rows_b = timeline(before).rows, timeline(after).rows
-    return Diff(common, [r for r in rows_a if r.line > common], [r for r in rows_b if r.line > common])
+    removed, added = [r for r in rows_a if r.line > common], [r for r in rows_b if r.line > common]
+    return Diff(common, removed, added, sessions)
 
 
 def diff_row(sign: str, row: Row) -> str:
@@ -210,12 +201,18 @@ def diff_row(sign: str, row: Row) -> str:
 
 
 def render_diff(d: Diff, colour: bool = False) -> str:
-    out = [f"{d.common} committed line(s) in common"]
+    if d.sessions:
+        out = [
+            "different sessions (their header ids differ): compared line by line by the kinds of their facts",
+            f"{d.common} line(s) alike",
+        ]
+    else:
+        out = [f"{d.common} committed line(s) in common"]
     for sign, rows, paint in (("-", d.removed, COLOURS["error"]), ("+", d.added, COLOURS["entry"])):
         out += [_paint(diff_row(sign, row), paint, colour) for row in rows]
     if not d.removed and not d.added:
-        out.append("no difference")
-    elif d.removed:
+        out.append("no difference" if not d.sessions else "the same kinds of facts, line by line")
+    elif d.removed and not d.sessions:
         out.append(
             _paint("committed lines differ: the second log rewrote the first", COLOURS["error"], colour)
         )

@@ -1,0 +1,1 @@
+"""One case: its verdict, and the results folder that records it."""

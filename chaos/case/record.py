@@ -1,0 +1,92 @@
+"""The results folder of one case: the record a person reads, every file written once.
+
+Each phase's log is saved the moment its process is gone (the crash prefix
+before anything touches it); the rest (the scenario and target as used, the
+oracle's reductions and plans, the model server's requests, the ledger, the
+verdict and the reproduce command) when the verdict is in. No stage of chaos
+reads these files back: they are for people, and for ``--oracle`` commands.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from chaos.contract import Reducer, plan_recovery
+from chaos.cycle.evidence import Evidence
+from chaos.process.phase import Phase, PhaseKind
+from chaos.scenario.files import scenario_toml
+from chaos.scenario.model import Scenario
+
+RESULTS = Path("results/runs")
+KEEP = (
+    "verdict.json",
+    "reproduce",
+    "scenario.toml",
+    "target.toml",
+    "prefix.jsonl",
+    "final.jsonl",
+    "current.json",
+)
+
+
+def slug(text: str, limit: int = 80) -> str:
+    """A file name for a case or boundary: letters, digits and ``.=-`` kept, every other run ``_``."""
+    return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")[:limit]
+
+
+def default_folder(scenario: Scenario) -> Path:
+    crash = str(scenario.crash.boundary) if scenario.crash else "clean"
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
+    return RESULTS / f"{slug(scenario.name)}-{slug(crash)}-{stamp}"
+
+
+def dump(path: Path, value: Any) -> None:
+    path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def log_file(phase: Phase) -> str:
+    return "prefix.jsonl" if phase.kind is PhaseKind.START else f"{phase.name}.jsonl"
+
+
+class Record:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def keep(self, phase: Phase) -> None:
+        """Save a phase's log at once (a crash prefix before anything else touches it)."""
+        (self.folder / log_file(phase)).write_bytes(phase.log_after)
+
+    def _oracle(self, name: str, log: bytes, current: dict[str, Any] | None) -> None:
+        reducer = Reducer.of(log)
+        dump(self.folder / f"{name}.reduce.json", reducer.result())
+        if current is not None and reducer.state is not None and reducer.error is None:
+            dump(self.folder / f"{name}.plan.json", plan_recovery(reducer.state, current))
+
+    def write_evidence(self, scenario: Scenario, evidence: Evidence) -> None:
+        (self.folder / "scenario.toml").write_text(scenario_toml(scenario), encoding="utf-8")
+        shutil.copyfile(evidence.target.path, self.folder / "target.toml")
+        if evidence.current is not None:
+            dump(self.folder / "current.json", evidence.current)
+        self._oracle("prefix", evidence.prefix, evidence.current)
+        if evidence.resumes:
+            (self.folder / "final.jsonl").write_bytes(evidence.final)
+            self._oracle("final", evidence.final, evidence.current)
+        dump(self.folder / "requests.json", evidence.requests)
+        dump(self.folder / "ledger.json", evidence.ledger)
+
+    def write_verdict(self, verdict: dict[str, Any], reproduce: str) -> None:
+        dump(self.folder / "verdict.json", verdict)
+        (self.folder / "reproduce").write_text(reproduce + "\n")
+
+    def prune(self) -> None:
+        """A passing case of a sweep keeps only what its report line needs (unless --keep-all)."""
+        for path in self.folder.iterdir():
+            if path.name not in KEEP:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()

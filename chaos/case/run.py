@@ -1,0 +1,44 @@
+"""One case end to end: scenario -> cycle -> checks -> oracle hooks -> verdict, recorded once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from chaos.case.record import Record, default_folder
+from chaos.case.verdict import Verdict
+from chaos.check.checks import Check, check_all
+from chaos.cycle.cycle import Pause, run_cycle
+from chaos.cycle.evidence import Evidence
+from chaos.scenario.model import Scenario
+from chaos.scenario.target import Target
+
+# Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
+Hook = Callable[[Evidence, Path], list[Check]]
+
+
+def run_case(
+    scenario: Scenario,
+    target: Target,
+    extra_env: dict[str, str] | None = None,
+    folder: Path | None = None,
+    timeout: float | None = None,
+    pause: Pause | None = None,
+    hooks: tuple[Hook, ...] = (),
+) -> Verdict:
+    """Run one crash cycle and record it; the verdict says whether every check held."""
+    if timeout is not None:
+        scenario = replace(scenario, timeout=timeout)  # the scenario as used says so, for reproduce
+    folder = folder or default_folder(scenario)
+    record = Record(folder)
+    began = time.monotonic()
+    evidence = run_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
+    record.write_evidence(scenario, evidence)
+    checks = check_all(evidence)
+    for hook in hooks:
+        checks += hook(evidence, folder)
+    verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
+    record.write_verdict(verdict.to_json(), verdict.reproduce())
+    return verdict

@@ -1,0 +1,93 @@
+"""A case's verdict: its evidence, its checks, and the command that reruns exactly this case."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.version import __version__
+from chaos.check.checks import Check
+from chaos.cycle.evidence import Evidence
+from chaos.process.phase import Phase
+from chaos.scenario.model import Scenario
+from chaos.scenario.target import Target
+
+
+def landing(phase: Phase) -> str:
+    """Where the kill landed, in words."""
+    if phase.crash is None:
+        return "no crash requested"
+    if not phase.reached:
+        return "never reached"
+    if phase.exact:
+        return "exactly at the boundary"
+    if phase.mechanism == "world":
+        return "after the world let the boundary go (not exact)"
+    return f"{phase.late_facts} committed fact(s) after the boundary"
+
+
+@dataclass
+class Verdict:
+    scenario: Scenario  # as used: the file ``scenario.toml`` in the folder holds exactly this
+    evidence: Evidence
+    checks: list[Check]
+    folder: Path
+    seconds: float = 0.0
+
+    @property
+    def target(self) -> Target:
+        return self.evidence.target
+
+    @property
+    def extra_env(self) -> dict[str, str]:
+        return self.evidence.extra_env
+
+    @property
+    def phases(self) -> list[Phase]:
+        return self.evidence.phases
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    @property
+    def case(self) -> str:
+        """Scenario x boundary: the name of this case in a sweep or a JUnit report."""
+        crash = self.scenario.crash
+        then = f" then {self.scenario.then_crash}" if self.scenario.then_crash else ""
+        return f"{self.scenario.name} @ {crash or 'no crash'}{then}"
+
+    def reproduce(self) -> str:
+        """Reruns exactly this case: the scenario as used (crash, signal, torn tail, timeout), its target
+        and environment."""
+        argv = ["chaos", "run", str(self.folder / "scenario.toml"), "--target", self.target.reference]
+        for key, value in self.extra_env.items():
+            argv += ["--target-env", f"{key}={value}"]
+        return shlex.join(argv)
+
+    def to_json(self) -> dict[str, Any]:
+        start = self.evidence.start
+        return {
+            "chaosVersion": __version__,
+            "case": self.case,
+            "scenario": self.scenario.name,
+            "scenarioFile": str(self.scenario.path) if self.scenario.path else None,
+            "target": self.target.name,
+            "crash": str(self.scenario.crash) if self.scenario.crash else None,
+            "thenCrash": str(self.scenario.then_crash) if self.scenario.then_crash else None,
+            "targetEnv": self.extra_env,
+            "ok": self.ok,
+            "landed": landing(start),
+            "exact": start.exact,
+            "checks": [c.to_json() for c in self.checks],
+            "phases": [p.to_json() for p in self.phases],
+            "seconds": round(self.seconds, 3),
+            "reproduce": self.reproduce(),
+            "folder": str(self.folder),
+        }

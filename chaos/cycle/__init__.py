@@ -1,0 +1,1 @@
+"""One crash cycle, run: evidence in memory, handed on to checks, mining and reports."""

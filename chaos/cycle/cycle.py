@@ -1,0 +1,158 @@
+"""One crash cycle: world -> run -> kill -> resume (maybe crash again) -> resume once more.
+
+After the crash the scenario's configuration change is applied, the session
+is resumed until a resume ends by itself (crashing the first one again at
+``then_crash``), and the finished session is resumed once more: a correct
+agent appends nothing then (recovery is idempotent). The result is an
+``Evidence`` object in memory; ``keep`` is told of every phase the moment its
+process is gone, so the crash prefix is saved before anything touches it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.contract.framing import FramingError, parse_json
+from chaos.cycle.configuration import current_of
+from chaos.cycle.evidence import Evidence
+from chaos.errors import TargetUnusable
+from chaos.process.phase import Phase, PhaseKind, run_phase
+from chaos.scenario.model import Configuration, Crash, Scenario
+from chaos.scenario.target import Target
+from chaos.world.ledger import read_ledger
+from chaos.world.world import World, build_world
+
+Keep = Callable[[Phase], None]
+
+
+@dataclass(frozen=True)
+class Paused:
+    """What a person sees at ``chaos run --pause``: the agent is frozen at the boundary."""
+
+    crash: Crash | None
+    workspace: Path
+    log_path: Path | None
+    log: bytes
+    current: dict[str, Any] | None
+
+
+Pause = Callable[[Paused], str]  # the person's choice: kill, continue or quit
+
+
+def session_id(log: bytes) -> str | None:
+    """The session id from the log's header, or None when the header cannot be read."""
+    try:
+        header = parse_json(log[: log.find(b"\n")] if b"\n" in log else log)
+    except FramingError:
+        return None
+    value = header.get("id") if isinstance(header, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _no_log(world: World, phase: Phase) -> TargetUnusable:
+    """The target's ``sessions`` glob matched nothing the agent wrote: say what it did write."""
+    seeded = set(world.scenario.files)
+    written = []
+    for folder, _, names in os.walk(world.box.workspace):
+        for name in names:
+            path = os.path.relpath(os.path.join(folder, name), world.box.workspace)
+            if path not in seeded:
+                written.append(path)
+    found = ", ".join(sorted(written)[:10]) + (" ..." if len(written) > 10 else "") if written else "nothing"
+    return TargetUnusable(
+        f"{world.target.path}: sessions = {world.target.sessions!r} matched nothing in the workspace "
+        f"after the {phase.name} phase (exit {phase.returncode}); the agent wrote there: {found}. "
+        "Point sessions at the agent's session log (a glob relative to the workspace)."
+    )
+
+
+def _decide(world: World, pause: Pause) -> Callable[[], str]:
+    def ask() -> str:
+        log = world.log()
+        config = world.scenario.start.then(world.scenario.change)
+        current = current_of(world, config, log) if log else None
+        return pause(Paused(world.scenario.crash, world.box.workspace, world.log_path(), log, current))
+
+    return ask
+
+
+def _phase(
+    world: World,
+    phase: Phase,
+    config: Configuration,
+    limit: float,
+    out: Path,
+    keep: Keep | None,
+    pause: Pause | None = None,
+) -> Phase:
+    run_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None)
+    if not phase.log_after and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
+        raise _no_log(world, phase)
+    return phase
+
+
+def _recover(
+    world: World, then_crash: Crash | None, limit: float, out: Path, keep: Keep | None, phases: list[Phase]
+) -> None:
+    """Resume until a resume ends by itself (crashing the first at ``then_crash``), then once again."""
+    config = world.scenario.start.then(world.scenario.change)
+    sid = session_id(phases[-1].log_after)
+    if sid is None:
+        return  # the header cannot be read: nothing can be resumed (the prefix check says why)
+    argv = world.argv(world.target.resume, config, session_id=sid)
+    crash, index = then_crash, 1
+    while True:
+        phase = _phase(world, Phase(PhaseKind.RESUME, argv, crash, index), config, limit, out, keep)
+        phases.append(phase)
+        if phase.timed_out:
+            return
+        if not (crash and phase.reached):
+            break
+        crash, index = None, index + 1
+    phases.append(_phase(world, Phase(PhaseKind.AGAIN, argv), config, limit, out, keep))
+
+
+def run_cycle(
+    scenario: Scenario,
+    target: Target,
+    extra_env: dict[str, str],
+    out: Path,
+    keep: Keep | None = None,
+    pause: Pause | None = None,
+) -> Evidence:
+    """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``."""
+    world = build_world(scenario, target, extra_env)
+    phases: list[Phase] = []
+    try:
+        limit = scenario.timeout
+        argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
+        if scenario.operation == "compaction":
+            if target.compact is None:
+                raise TargetUnusable(f"{target.path}: has no compact command, needed by {scenario.path}")
+            setup = _phase(world, Phase(PhaseKind.SETUP, argv), scenario.start, limit, out, keep)
+            phases.append(setup)
+            argv = world.argv(target.compact, scenario.start, session_id=session_id(setup.log_after) or "")
+        start = Phase(PhaseKind.START, argv, scenario.crash)
+        _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
+        phases.append(start)
+        resume_config = scenario.start.then(scenario.change)
+        current = current_of(world, resume_config, start.log_after) if start.log_after else None
+        if start.log_after and not start.timed_out:
+            _recover(world, scenario.then_crash, limit, out, keep, phases)
+        judged = scenario.with_crash(None) if start.continued else scenario  # let go on: no crash to judge
+        return Evidence(
+            judged,
+            target,
+            extra_env,
+            phases,
+            current,
+            read_ledger(world.box.ledger),
+            world.server.request_log(),
+            world.server.attempts_per_step(),
+        )
+    finally:
+        world.close()

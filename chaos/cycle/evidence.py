@@ -1,0 +1,82 @@
+"""Everything one crash cycle produced, in memory: what checks, mining, oracles, grouping and reports read.
+
+The logs have named roles, computed one way for everyone: the crash
+``prefix`` (the log the moment the crashed start was gone), the log after each
+resume, the ``final`` log (after the last recovery, before the idempotence
+rerun) and the log after that rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.contract.framing import committed_length
+from chaos.process.phase import Phase, PhaseKind
+from chaos.scenario.model import Scenario
+from chaos.scenario.target import Target
+
+
+@dataclass
+class Evidence:
+    scenario: Scenario  # as judged (a pause that let the agent go on leaves no crash to judge)
+    target: Target
+    extra_env: dict[str, str]
+    phases: list[Phase]
+    current: dict[str, Any] | None  # the planner's current configuration under the resume's configuration
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)  # the model server's request log
+    attempts_per_step: dict[str, int] = field(default_factory=dict)
+
+    def _of(self, kind: PhaseKind) -> list[Phase]:
+        return [p for p in self.phases if p.kind is kind]
+
+    @property
+    def setup(self) -> Phase | None:
+        return next(iter(self._of(PhaseKind.SETUP)), None)
+
+    @property
+    def start(self) -> Phase:
+        return self._of(PhaseKind.START)[0]
+
+    @property
+    def recoveries(self) -> list[Phase]:
+        """The resumes that recovered (the idempotence rerun aside)."""
+        return self._of(PhaseKind.RESUME)
+
+    @property
+    def again(self) -> Phase | None:
+        return next(iter(self._of(PhaseKind.AGAIN)), None)
+
+    @property
+    def resumes(self) -> list[Phase]:
+        """Every resume, the idempotence rerun last."""
+        return [*self.recoveries, *self._of(PhaseKind.AGAIN)]
+
+    @property
+    def prefix(self) -> bytes:
+        return self.start.log_after
+
+    @property
+    def final(self) -> bytes:
+        """The log after the last recovery (the crash prefix when nothing recovered)."""
+        recoveries = self.recoveries
+        return recoveries[-1].log_after if recoveries else self.prefix
+
+    @property
+    def crashed(self) -> bool:
+        """The start was SIGKILLed at its boundary: recovery, not the start, ended the operation."""
+        return self.start.killed
+
+    def ending(self) -> Phase:
+        """The process that ended the operation: the last recovery after a crash, else the start."""
+        recoveries = self.recoveries
+        return recoveries[-1] if self.crashed and recoveries else self.start
+
+    def transitions(self) -> Iterator[tuple[Phase, bytes, bytes]]:
+        """Each resume with the committed log the phase before it left, and the log it left."""
+        previous = self.prefix
+        for phase in self.resumes:
+            yield phase, previous[: committed_length(previous)], phase.log_after
+            previous = phase.log_after

@@ -1,0 +1,130 @@
+"""Mining: every crash prefix not seen before becomes a fixture in the golden corpus's own layout.
+
+Prefixes come from the case's evidence in memory; the corpus on disk is
+``fixtures/`` (reducer fixtures and their manifest), ``planner-fixtures/``
+and ``provenance/`` (signature, scenario, boundary, target, chaos version).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from chaos.version import __version__
+from chaos.case.verdict import Verdict
+from chaos.contract import Reducer, plan_recovery
+from chaos.mine.signature import normalize, signature
+
+
+@dataclass
+class Miner:
+    """Saves unseen crash prefixes under ``root`` (``fixtures/``, ``planner-fixtures/``, ``provenance/``)."""
+
+    root: Path
+    saved: list[str] = field(default_factory=list)
+    known: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        for path in (self.root / "provenance").glob("*.json"):
+            self.known.add(orjson.loads(path.read_bytes())["signature"])
+
+    def mine(self, verdict: Verdict) -> list[str]:
+        """Mine the crash prefixes of one finished case (its start's, and its crashed recovery's)."""
+        evidence, scenario = verdict.evidence, verdict.scenario
+        prefixes = [(evidence.prefix, scenario.crash)]
+        if scenario.then_crash is not None and evidence.recoveries and evidence.recoveries[0].reached:
+            prefixes.append((evidence.recoveries[0].log_after, scenario.then_crash))
+        names = []
+        for log, crash in prefixes:
+            if log:
+                name = self.consider(
+                    log, evidence.current, verdict, str(crash.boundary) if crash else "clean"
+                )
+                names += [name] if name else []
+        return names
+
+    def consider(
+        self, log: bytes, current: dict[str, Any] | None, verdict: Verdict, boundary: str
+    ) -> str | None:
+        """Save ``log`` if its signature is new; return the fixture name, or None."""
+        sig = signature(log, current)
+        with self._lock:
+            if sig in self.known:
+                return None
+            self.known.add(sig)
+            name = _name(self.root, verdict.scenario.name, boundary, verdict.scenario.then_crash is not None)
+            self._save(name, sig, log, current, verdict, boundary)
+            self.saved.append(name)
+            return name
+
+    def _save(
+        self, name: str, sig: str, log: bytes, current: dict[str, Any] | None, verdict: Verdict, boundary: str
+    ) -> None:
+        fixtures, planner, provenance = (
+            self.root / d for d in ("fixtures", "planner-fixtures", "provenance")
+        )
+        for folder in (fixtures, planner, provenance):
+            folder.mkdir(parents=True, exist_ok=True)
+        renamed, renaming = normalize(log)
+        reducer = Reducer.of(renamed)
+        (fixtures / f"{name}.jsonl").write_bytes(renamed)
+        _write_json(fixtures / f"{name}.expected.json", reducer.result())
+        _add_to_manifest(
+            fixtures / "manifest.json",
+            {"name": name, "file": f"{name}.jsonl", "expected": f"{name}.expected.json", "schemaValid": True},
+        )
+        if current is not None and reducer.state is not None and reducer.error is None:
+            stable = renaming.current(current)
+            _write_json(planner / f"{name}.json", {"current": stable, "sessionFile": f"{name}.jsonl"})
+            _write_json(planner / f"{name}.expected.json", plan_recovery(reducer.state, stable))
+            _add_to_manifest(
+                planner / "manifest.json",
+                {"name": name, "input": f"{name}.json", "expected": f"{name}.expected.json"},
+            )
+        _write_json(
+            provenance / f"{name}.json",
+            {
+                "signature": sig,
+                "scenario": verdict.scenario.name,
+                "boundary": boundary,
+                "target": verdict.target.name,
+                "targetEnv": verdict.extra_env,
+                "chaosVersion": __version__,
+            },
+        )
+
+
+def kebab(text: str) -> str:
+    """A fixture or scenario name: lower case, every run of other characters one dash."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _name(root: Path, scenario: str, boundary: str, recovery: bool) -> str:
+    base = kebab(f"{scenario}-{'recovery-' if recovery else ''}{boundary}")
+    name, n = base, 1
+    while (root / "provenance" / f"{name}.json").exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    os.replace(tmp, path)
+
+
+def _add_to_manifest(path: Path, entry: dict[str, Any]) -> None:
+    manifest: dict[str, Any] = (
+        orjson.loads(path.read_bytes()) if path.exists() else {"version": 1, "fixtures": []}
+    )
+    manifest["fixtures"] = [f for f in manifest["fixtures"] if f["name"] != entry["name"]] + [entry]
+    manifest["fixtures"].sort(key=lambda f: f["name"])
+    _write_json(path, manifest)

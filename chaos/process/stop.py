@@ -1,0 +1,207 @@
+"""The stop policy of one phase: when the boundary is reached, and how the target is stopped.
+
+A ``Trigger`` arms one boundary in the world before the phase starts: a
+durable boundary is judged on the committed log with the target stopped at
+its next write (see ``chaos.process.trace``); an in-flight boundary is one the
+world holds exactly (the model server keeps a request, a ledger gate keeps an
+effect). A ``Stopper`` then decides, at every trap (``at_trap``, durable
+boundaries) or tick of the phase loop (``tick``, world-held ones), and carries
+the stop out through one path, ``fire``: SIGKILL the whole tree, or deliver
+SIGINT; optionally after a person decided at a pause, or after letting the
+next write to the log through half-way (a torn tail).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chaos.process import trace
+from chaos.process.traced import TracedProcess
+from chaos.process.watch import Watch
+from chaos.scenario.model import Crash
+from chaos.world.ledger import read_ledger
+from chaos.world.world import World
+
+Decide = Callable[[], str]  # asks a person at a pause: "kill", "continue" or "quit"
+
+
+@dataclass
+class Trigger:
+    world: World
+    crash: Crash
+    watch: Watch | None = None  # durable boundaries
+    request: int | None = None  # the held model request's number
+    gate: str | None = None  # the ledger gate, e.g. deploy.during#2
+
+    @classmethod
+    def arm(cls, world: World, crash: Crash) -> Trigger:
+        """Prepare the world so the boundary's ``nth`` occurrence *in this phase* is caught."""
+        boundary = crash.boundary
+        if boundary.what == "model-request":
+            number = len(world.server.requests) + boundary.nth
+            world.server.hold_request(number)
+            return cls(world, crash, request=number)
+        if boundary.in_flight:
+            effect = boundary.where["effect"]
+            done = sum(
+                1 for e in read_ledger(world.box.ledger) if e["effect"] == effect and e["phase"] == "start"
+            )
+            moment = "during" if boundary.what == "effect-running" else "after"
+            return cls(world, crash, gate=f"{effect}.{moment}#{done + boundary.nth}")
+        watch = Watch(world.log_glob, boundary)
+        watch.skip_existing()
+        return cls(world, crash, watch=watch)
+
+    @property
+    def durable(self) -> bool:
+        return self.watch is not None
+
+    def gates(self) -> list[str]:
+        return [self.gate] if self.gate else []
+
+    def reached(self) -> bool:
+        if self.watch is not None:
+            return self.watch.poll()
+        if self.request is not None:
+            return len(self.world.server.requests) >= self.request
+        assert self.gate is not None
+        return self.world.box.waiting(self.gate)
+
+    def held(self) -> bool:
+        """For an in-flight boundary: the world still holds it (no answer sent, the gate still shut)."""
+        if self.request is not None:
+            return self.world.server.still_held(self.request)
+        return (
+            self.gate is not None
+            and self.world.box.waiting(self.gate)
+            and not self.world.box.released(self.gate)
+        )
+
+    def late_facts(self) -> int:
+        """Committed facts after the boundary when the target stopped (0: an exact kill)."""
+        if self.watch is None:
+            return 0
+        self.watch.poll()
+        return self.watch.after
+
+    def disarm(self) -> None:
+        """Let held requests and gates go, so nothing of this phase blocks the next."""
+        self.world.server.release_requests()
+        if self.gate:
+            self.world.box.release(self.gate)
+
+
+class Stopper:
+    """Decides at each trap or tick whether to stop the target, and stops it (one path: ``fire``)."""
+
+    def __init__(
+        self,
+        trigger: Trigger | None,
+        crash: Crash | None,
+        tear_log: Callable[[], str] | None,
+        pause: Decide | None,
+    ) -> None:
+        self.trigger, self.pause = trigger, pause
+        self.signum = signal.SIGINT if crash is not None and crash.signal == "SIGINT" else signal.SIGKILL
+        self.tear_log = tear_log  # the log's path, when the crash tears its next write
+        self.proc: TracedProcess | None = None
+        self.stopped = False  # the stop was carried out
+        self.torn = False  # a write to the log was cut short before the kill
+        self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
+        self.choice = ""  # at a pause: kill / continue / quit
+        self._tearing = False
+        self._lock = threading.Lock()
+        self._asking = threading.Event()  # the tracer thread waits at the boundary for a person
+        self._answered = threading.Event()
+
+    def attach(self, proc: TracedProcess) -> None:
+        self.proc = proc
+
+    @property
+    def continued(self) -> bool:
+        return self.choice == "continue"
+
+    # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
+    def at_trap(self, pid: int, tag: int) -> bool:
+        if self.stopped or self.continued or self.trigger is None or not self.trigger.durable:
+            return False
+        if self._tearing:
+            return self._tear(pid, tag)
+        if not self.trigger.reached():
+            return False
+        if self.pause is not None:
+            self._hold_for_decision()
+            if self.choice != "kill":
+                if self.choice == "quit":
+                    self.fire()
+                return False
+        if self.tear_log is not None and self.proc is not None and self.proc.exact:
+            self._tearing = True
+            return self._tear(pid, tag)
+        self.fire()
+        return False
+
+    def _hold_for_decision(self) -> None:
+        """Freeze the target at the boundary until a person decides. Traced, it is already stopped at
+        the trap; polled, it gets SIGSTOP (and SIGCONT if it may go on)."""
+        assert self.proc is not None
+        if not self.proc.exact:
+            self.proc.signal_group(signal.SIGSTOP)
+        self._asking.set()
+        self._answered.wait()
+        if not self.proc.exact and self.continued:
+            self.proc.signal_group(signal.SIGCONT)
+
+    def _tear(self, pid: int, tag: int) -> bool:
+        """Let the next write to the log through half-done, then kill: a real torn tail."""
+        if tag == trace.AFTER:
+            self.torn = True
+            self.fire()
+            return False
+        if tag == trace.WRITE and self.tear_log is not None:
+            path, count = trace.written_file(pid)
+            if path == self.tear_log() and count > 1:
+                trace.shorten_write(pid, count // 2)
+                return True
+        if tag == trace.EXIT:
+            self.fire()  # the target is ending with no later write to tear
+        return False
+
+    # -- the phase loop: world-held boundaries and decisions ---------------------------------------
+    def tick(self) -> None:
+        if self._asking.is_set() and not self._answered.is_set():
+            assert self.pause is not None
+            self.choice = self.pause()
+            self._answered.set()
+            return
+        trigger = self.trigger
+        if self.stopped or self.continued or trigger is None or trigger.durable or not trigger.reached():
+            return
+        choice = self.pause() if self.pause is not None else "kill"  # the world holds the target meanwhile
+        self.choice = choice
+        if choice == "continue":
+            trigger.disarm()
+            return
+        self.fire()
+
+    # -- the one stop path ---------------------------------------------------------------------------
+    def fire(self) -> None:
+        with self._lock:
+            if self.stopped or self.proc is None:
+                return
+            if self.trigger is not None and not self.trigger.durable:
+                self.held_at_stop = self.trigger.held()
+            self.stopped = True
+            if self.signum == signal.SIGKILL:
+                self.proc.kill()
+            else:
+                self.proc.signal(self.signum)
+
+    def release(self) -> None:
+        """Unblock a tracer thread waiting for a decision (chaos is stopping)."""
+        with contextlib.suppress(Exception):
+            self._answered.set()

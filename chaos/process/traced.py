@@ -1,0 +1,138 @@
+"""One target process tree, started in its own session and traced (or polled), until it is reaped.
+
+A ``TracedProcess`` knows nothing about boundaries: at every trap (every 2 ms
+when polling) it asks its ``Policy`` whether to stop, and the policy acts
+through ``kill`` and ``signal``. ptrace requests must come from the thread
+that started the tracee, so each process owns a thread that spawns it and
+runs the wait loop. Whatever goes wrong inside that thread is kept as
+``fault`` and surfaces as chaos's own error, never as the agent's behaviour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+from chaos.errors import TargetUnusable
+from chaos.process import trace
+from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
+
+
+class Policy(Protocol):
+    def attach(self, proc: TracedProcess) -> None: ...
+
+    def at_trap(self, pid: int, tag: int) -> bool:
+        """Called with the trapping process stopped; True asks for a stop when the call returns."""
+        ...
+
+
+class TracedProcess:
+    def __init__(
+        self, argv: list[str], cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, policy: Policy
+    ) -> None:
+        if shutil.which(argv[0], path=env.get("PATH")) is None:
+            raise TargetUnusable(f"cannot start the target: {argv[0]!r} is not an executable on its PATH")
+        if not cwd.is_dir():
+            raise TargetUnusable(f"cannot start the target: working directory {cwd} does not exist")
+        self.argv, self.exact = argv, trace.exact_kills_available()
+        self.pid = 0
+        self.pids: set[int] = set()
+        self.returncode: int | None = None
+        self.fault: BaseException | None = None
+        self.report = KillReport()
+        self.killed = False
+        self._exited, self._gone = threading.Event(), threading.Event()
+        self._policy = policy
+        policy.attach(self)
+        started = threading.Event()
+        args = (cwd, env, stdout, stderr, started)
+        threading.Thread(target=self._main, args=args, daemon=True, name="chaos-traced").start()
+        started.wait()
+        if self.pid == 0:
+            raise TargetUnusable(f"cannot start the target {argv[0]!r}: {self.fault}")
+
+    def _main(
+        self, cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, started: threading.Event
+    ) -> None:
+        try:
+            with stdout.open("wb") as out, stderr.open("wb") as err:
+                proc = subprocess.Popen(
+                    self.argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    preexec_fn=trace.child_setup() if self.exact else None,
+                )
+        except Exception as err:  # a failed start must never leave the caller waiting
+            self.fault = err
+            self._exited.set()
+            self._gone.set()
+            started.set()
+            return
+        self.pid = proc.pid
+        self.pids.add(proc.pid)
+        started.set()
+        try:
+            if self.exact:
+                trace.trace(proc, self._policy.at_trap, self.pids.add, self._exit)
+            else:
+                while proc.poll() is None:
+                    self._policy.at_trap(proc.pid, 0)
+                    time.sleep(0.002)
+                self._exit(proc.returncode)
+        except BaseException as err:  # the tracer broke: chaos's fault, reported as such
+            self.fault = err
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                proc.wait()
+        finally:
+            self._exited.set()
+            self._gone.set()
+
+    def _exit(self, returncode: int) -> None:
+        self.returncode = returncode
+        self._exited.set()
+
+    @property
+    def running(self) -> bool:
+        return not self._exited.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """True when the root exited within ``timeout``."""
+        return self._exited.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree now."""
+        self.killed = True
+        self.report.add(signal_tree(self.pid, self.pids))
+
+    def signal(self, signum: int) -> None:
+        """Deliver ``signum`` to the root alone (an abort the agent handles itself)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signum)
+
+    def reap(self) -> KillReport:
+        """Kill whatever is left of the tree and wait until it is gone; survivors are a finding."""
+        if self.exact and self._gone.is_set():
+            return self.report  # the tracer saw every process of the tree exit: nothing is left
+        leftovers = [] if self.killed else [pid for pid in self.pids if pid != self.pid and alive(pid)]
+        self.report.add(signal_tree(self.pid, self.pids))
+        self._gone.wait(10)
+        self.report.survivors = wait_gone(self.pids)
+        self.report.outlived = leftovers
+        return self.report

@@ -1,0 +1,1 @@
+"""Reports for people and CI: terminal text, timelines, summaries, JUnit, HTML; all escaped."""

@@ -1,0 +1,69 @@
+"""What chaos prints on a terminal: one case's report, and the pause prompt of ``chaos run --pause``.
+
+Every line is made printable before it is coloured or printed: check texts,
+case names and paths can all carry text an agent or a scenario wrote.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from chaos.case.verdict import Verdict, landing
+from chaos.cycle.cycle import Paused
+from chaos.report.show import render as render_timeline
+from chaos.report.show import timeline
+from chaos.report.text import printable
+
+
+def render(verdict: Verdict) -> str:
+    """The short terminal report: where the kill landed, what recovery did, each check."""
+    lines = [f"chaos run {verdict.scenario.path or verdict.scenario.name} against {verdict.target.name}"]
+    for phase in verdict.phases:
+        if phase.continued:
+            lines.append(f"  {phase.name}: paused at {phase.crash}, then continued without a crash")
+        elif phase.crash:
+            lines.append(
+                f"  {phase.name}: crash at {phase.crash}: {landing(phase)}"
+                + (f" ({phase.mechanism})" if phase.reached else "")
+                + f", log {len(phase.log_after)} bytes"
+                + (
+                    f", {len(phase.kill.escaped_group)} process(es) had left its process group"
+                    if phase.kill.escaped_group
+                    else ""
+                )
+            )
+        else:
+            appended = len(phase.log_after) - phase.committed_before
+            ended = (
+                f"{phase.outcome or 'ended'} (exit {phase.returncode})"
+                if not phase.timed_out
+                else "killed at the timeout"
+            )
+            lines.append(f"  {phase.name}: {ended} in {phase.seconds:.2f}s, appended {appended} bytes")
+    for check in verdict.checks:
+        lines.append(f"  {'✓' if check.ok else '✗'} {check.text()}")
+    failed = verdict.failed
+    if failed:
+        lines.append(f"FINDING: {len(failed)} of {len(verdict.checks)} checks failed")
+        lines.append(f"  reproduce: {verdict.reproduce()}")
+    else:
+        lines.append(f"ok: {len(verdict.checks)} checks held")
+    lines.append(f"  results: {verdict.folder}")
+    return "\n".join(printable(line) for line in lines)
+
+
+def ask_at_pause(paused: Paused) -> str:
+    """``chaos run --pause``: show the frozen agent's state, and ask a person what to do."""
+    print(printable(f"paused at {paused.crash}: the agent is frozen"), flush=True)
+    print(printable(f"workspace: {paused.workspace}"))
+    print(printable(f"log: {paused.log_path}"))
+    print(render_timeline(timeline(paused.log, paused.current), colour=sys.stdout.isatty()))
+    while True:
+        print("[k]ill it (then resume as usual), [c]ontinue without a crash, [q]uit? ", end="", flush=True)
+        answer = sys.stdin.readline()
+        if not answer:
+            return "quit"  # no one at the terminal any more
+        choice = {"k": "kill", "c": "continue", "q": "quit"}.get(answer.strip()[:1].lower())
+        if choice:
+            print(choice, flush=True)
+            return choice

@@ -1,0 +1,295 @@
+"""The scenario language as data: one world, one crash, and what recovery must end in.
+
+A ``Scenario`` is what a scenario file holds and what ``chaos explore``
+generates; it can be built in code with defaults for everything but the
+prompt and the model script::
+
+    Scenario(prompt="Read the README.", turns=[Turn(tool_calls=[call("read", path="README.md")])],
+             files={"README.md": "hello\\n"}, crash=Crash("toolStarted[toolName=read]"))
+
+Everything here is plain data; the world, the run and the checks read it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from chaos.contract import shapes
+from chaos.contract.kinds import ENTRIES, RECORDS, kind_of
+
+# Boundaries the world holds exactly: a model request the server keeps in flight, an
+# effect held at its ledger gate while running, or done with its result not yet durable.
+IN_FLIGHT = ("model-request", "effect-running", "effect-done")
+KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
+OUTCOMES = ("completed", "blocked", "failed", "aborted")
+BLOCKED_REASONS = (
+    "configuration_changed",
+    "environment_changed",
+    "replay_declaration_changed",
+    "attempts_exhausted",
+)
+SIGNALS = ("SIGKILL", "SIGINT")
+FINISH = ("stop", "tool_calls", "length")
+OPERATIONS = ("run", "compaction")
+_SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
+
+
+def _fields(kind: str) -> dict[str, shapes.Check]:
+    """The fields a fact of boundary kind ``kind`` has (what a ``where`` filter may name)."""
+    if kind == "operationFinished":
+        return {k: c for shape in shapes.FINISHED.values() for k, c in shape.fields.items()}
+    if kind in shapes.RECORDS:
+        return shapes.RECORDS[kind].fields
+    entries = {
+        "entry:user": [shapes.user_entry],
+        "entry:tool": [shapes.started_tool_entry, shapes.synthetic_tool_entry],
+        "entry:compaction": [shapes.compaction_entry],
+        "usage": [shapes.usage_fact],
+        "header": [shapes.header_shape],
+    }.get(kind, [shapes.assistant_entry] if kind.startswith("entry:") else [])
+    if kind == "any":
+        return {k: c for other in (*RECORDS, *ENTRIES, "usage") for k, c in _fields(other).items()}
+    return {k: c for shape in entries for k, c in shape.fields.items()}
+
+
+def _value(text: str) -> Any:
+    return int(text) if text.isdigit() else text
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A point in a run to crash at: the ``nth`` fact of kind ``what`` whose fields match ``where``.
+
+    ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
+    ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
+    ``header`` (the log exists, no transaction yet), ``any`` (the n-th fact, whatever it is),
+    or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
+    Written as text: ``toolStarted[toolName=bash]#2``.
+    """
+
+    what: str
+    where: dict[str, Any] = field(default_factory=dict)  # e.g. {"toolName": "read"}
+    nth: int = 1
+
+    def __post_init__(self) -> None:
+        if self.what not in KINDS:
+            raise ValueError(f"{self.what!r} is not a boundary; use one of: {', '.join(KINDS)}")
+        if type(self.nth) is not int or self.nth < 1:
+            raise ValueError(f"occurrence must be 1 or more, got {self.nth!r}")
+        if self.what.startswith("effect-"):
+            if set(self.where) != {"effect"} or not isinstance(self.where["effect"], str):
+                raise ValueError(
+                    f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
+                )
+            return
+        fields = _fields(self.what)
+        for key, value in self.where.items():
+            if key not in fields:
+                allowed = ", ".join(sorted(fields)) or "none"
+                raise ValueError(f"no {self.what} fact has a field {key!r} (its fields: {allowed})")
+            if isinstance(value, dict | list) or not fields[key](value):
+                raise ValueError(f"no {self.what} fact can have {key} = {value!r}")
+
+    @classmethod
+    def parse(cls, text: str, nth: int | None = None) -> Boundary:
+        """Read ``what[key=value]...#n``; an explicit ``nth`` wins over ``#n``."""
+        match = _SYNTAX.match(text.strip())
+        if not match:
+            raise ValueError(
+                f"{text!r} is not a boundary; write it as kind[field=value]#n, e.g. toolStarted[toolName=bash]#2"
+            )
+        where = {
+            key.strip(): _value(value.strip())
+            for key, value in re.findall(r"\[([^\]=]+)=([^\]]*)\]", match.group("filters"))
+        }
+        count = nth if nth is not None else int(match.group("nth") or 1)
+        return cls(match.group("what"), where, count)
+
+    @property
+    def in_flight(self) -> bool:
+        return self.what in IN_FLIGHT
+
+    def matches(self, fact: dict[str, Any]) -> bool:
+        name, body = kind_of(fact)
+        if self.what == "any":
+            return name != "header" and all(body.get(k) == v for k, v in self.where.items())
+        return name == self.what and all(body.get(k) == v for k, v in self.where.items())
+
+    def __str__(self) -> str:
+        filters = "".join(f"[{k}={v}]" for k, v in self.where.items())
+        return f"{self.what}{filters}#{self.nth}"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Where to stop the agent, and how: SIGKILL (a crash) or SIGINT (an abort the agent handles).
+
+    ``torn``: the next write to the log after the boundary goes through half-way,
+    then the SIGKILL lands (a real torn tail, written by the agent itself).
+    """
+
+    boundary: Boundary
+    signal: str = "SIGKILL"
+    torn: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.boundary, str):
+            object.__setattr__(self, "boundary", Boundary.parse(self.boundary))
+        if self.signal not in SIGNALS:
+            raise ValueError(f"signal {self.signal!r} is not one of {', '.join(SIGNALS)}")
+        if self.torn and (self.signal != "SIGKILL" or self.boundary.in_flight):
+            raise ValueError("a torn tail comes from a SIGKILL mid-write at a durable boundary")
+
+    def __str__(self) -> str:
+        extra = [self.signal] if self.signal != "SIGKILL" else []
+        extra += ["torn tail"] if self.torn else []
+        return f"{self.boundary} ({', '.join(extra)})" if extra else str(self.boundary)
+
+
+def call(name: str, arguments: dict[str, Any] | str | None = None, **fields: Any) -> dict[str, Any]:
+    """A scripted tool call: ``call("read", path="README.md")``; a str ``arguments`` is sent verbatim."""
+    return {"name": name, "arguments": fields if arguments is None else arguments}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One scripted model answer; ``error`` (an HTTP status) or ``timeout`` replace the answer."""
+
+    text: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {name, arguments (object or raw str)}
+    finish: str | None = None  # stop | tool_calls | length; derived when None
+    error: int | None = None  # an HTTP error status, 400 to 599
+    timeout: bool = False  # never answer (the agent's own timeout fires)
+    delay: float = 0.0  # seconds before answering
+    hold: bool = False  # answer only once the world releases it (tests drive this)
+
+    def __post_init__(self) -> None:
+        if self.finish is not None and self.finish not in FINISH:
+            raise ValueError(f"finish {self.finish!r} is not one of {', '.join(FINISH)}")
+        if self.error is not None and not 400 <= self.error <= 599:
+            raise ValueError(f"error {self.error} is not an HTTP error status (400 to 599)")
+        if not (math.isfinite(self.delay) and self.delay >= 0):
+            raise ValueError(f"delay {self.delay} must be a finite number of seconds, 0 or more")
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    content: str
+    executable: bool = False
+
+
+def workspace_path_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a workspace file path, or None when it can."""
+    if "\0" in name:
+        return "a path cannot hold a NUL character"
+    parts = PurePosixPath(name).parts
+    if name.startswith("/") or ".." in parts:
+        return "workspace file paths must be relative and stay inside the workspace"
+    if not name or name.endswith("/") or any(p in ("", ".") for p in name.split("/")):
+        return "a workspace file path needs a file name (no empty, '.' or trailing '/' parts)"
+    return None
+
+
+def file_conflicts(names: list[str]) -> tuple[str, str] | None:
+    """Two paths where one would have to be both a file and a folder (``a`` and ``a/b``)."""
+    files = set(names)
+    for name in names:
+        parts = name.split("/")
+        for n in range(1, len(parts)):
+            folder = "/".join(parts[:n])
+            if folder in files:
+                return folder, name
+    return None
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """What the agent is told about its configuration; ``None`` keeps the target's default."""
+
+    model: str | None = None
+    environment_identity: str | None = None
+    tools: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> {description, replay, replayKey}
+    env: dict[str, str] = field(default_factory=dict)
+
+    def then(self, change: Configuration) -> Configuration:
+        """This configuration with ``change`` applied on top."""
+        tools = {name: dict(values) for name, values in self.tools.items()}
+        for name, values in change.tools.items():
+            tools.setdefault(name, {}).update(values)
+        return Configuration(
+            change.model or self.model,
+            change.environment_identity or self.environment_identity,
+            tools,
+            {**self.env, **change.env},
+        )
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.model or self.environment_identity or self.tools or self.env)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What recovery must end in. ``derived``: nobody wrote it down, the oracle says it.
+
+    A scenario's hand-written expectations belong to its own crash; crashing
+    it elsewhere (``--kill-at``, a sweep) derives the outcome from the oracle
+    instead, and drops plan and effect counts. ``must_reach``: a crash the run
+    never reaches is a finding (generated scenarios say no).
+    """
+
+    outcome: str = "completed"
+    reason: str | None = None  # the blocked reason
+    plan: dict[str, Any] | None = None  # fields the oracle's plan for the crash prefix must have
+    effects: dict[str, int] = field(default_factory=dict)  # effect name -> count of runs at the end
+    derived: bool = False
+    must_reach: bool = True
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One world and one crash (see ``scenarios/README.md``); ``path`` is where it was read from."""
+
+    prompt: str
+    turns: list[Turn]
+    files: dict[str, WorkspaceFile] = field(default_factory=dict)
+    crash: Crash | None = None
+    then_crash: Crash | None = None
+    start: Configuration = field(default_factory=Configuration)
+    change: Configuration = field(default_factory=Configuration)
+    expect: Expect = field(default_factory=Expect)
+    name: str = "scenario"
+    description: str = ""
+    target: str = "reference"
+    operation: str = "run"  # or "compaction": run the prompt to its end, then crash the target's compact
+    timeout: float = 60.0  # seconds per phase
+    path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        files = {k: WorkspaceFile(v) if isinstance(v, str) else v for k, v in self.files.items()}
+        object.__setattr__(self, "files", files)
+        if not self.turns:
+            raise ValueError("a scenario needs at least one turn (the model script)")
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"timeout {self.timeout} must be a finite number of seconds, more than 0")
+        if self.operation not in OPERATIONS:
+            raise ValueError(f"operation {self.operation!r} is not one of {', '.join(OPERATIONS)}")
+        for name in files:
+            problem = workspace_path_problem(name)
+            if problem:
+                raise ValueError(f"files[{name!r}]: {problem}")
+        conflict = file_conflicts(list(files))
+        if conflict:
+            raise ValueError(
+                f"files: {conflict[0]!r} cannot be both a file and the folder of {conflict[1]!r}"
+            )
+
+    def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
+        """The same world crashed elsewhere; expectations become derived unless the crashes are the scenario's."""
+        if (crash, then_crash) == (self.crash, self.then_crash):
+            return self
+        return replace(self, crash=crash, then_crash=then_crash, expect=Expect(derived=True))

@@ -1,0 +1,1 @@
+"""Sweeps: every boundary of every scenario, in parallel, sharded, journaled and resumable."""

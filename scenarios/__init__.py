@@ -1,0 +1,1 @@
+"""The bundled scenarios (package data of ``chaos.bundled.scenarios``; see ``README.md`` here)."""

@@ -1,0 +1,107 @@
+"""The package's structure: stages import only downward, the pipeline runs on data, the API is small."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+# The pipeline, bottom up: a module may import its own stage and the ones before it, never a later one.
+STAGES = [
+    ("chaos.version", "chaos.errors", "chaos.bundled"),
+    ("chaos.contract",),
+    ("chaos.scenario",),
+    ("chaos.world",),
+    ("chaos.process",),
+    ("chaos.cycle",),
+    ("chaos.check",),
+    ("chaos.case",),
+    ("chaos.mine",),
+    ("chaos.triage",),
+    ("chaos.report",),
+    ("chaos.sweep",),
+    ("chaos.explore",),
+    ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.__main__", "chaos"),
+]
+AGENTS = "chaos.bundled.targets"  # agents under test, not stages: they may use the contract, nothing else
+
+
+def _stage(module: str) -> int:
+    for index, prefixes in enumerate(STAGES):
+        if any(module == p or module.startswith(p + ".") for p in prefixes if p != "chaos") or module in prefixes:
+            return index
+    raise AssertionError(f"{module} belongs to no stage; add it to STAGES")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((REPO / "chaos").rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for path in sorted((REPO / "targets").rglob("*.py")):
+        parts = ["chaos", "bundled", *path.relative_to(REPO).with_suffix("").parts]
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the module's package
+                package = module.rsplit(".", node.level - (1 if path.name == "__init__.py" else 0))[0]
+                found.add(f"{package}.{node.module}" if node.module else package)
+            elif node.module and node.module.split(".")[0] == "chaos":
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "chaos"}
+    return found
+
+
+MODULES = _modules()
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_import_goes_down_the_pipeline(module: str) -> None:
+    imported = _imports(module, MODULES[module])
+    if module.startswith(AGENTS):
+        outside = {m for m in imported if not (m.startswith(AGENTS) or m.startswith("chaos.contract"))}
+        assert not outside, f"the bundled agent {module} may import only chaos.contract: {outside}"
+        return
+    stage = _stage(module)
+    upward = {m for m in imported if _stage(m) > stage}
+    assert not upward, f"{module} (stage {stage}) imports later stages: {sorted(upward)}"
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = {m: {i for i in _imports(m, p) if i in MODULES and i != m} for m, p in MODULES.items()}
+    graph = {m: {i for i in deps if not m.startswith(i + ".")} for m, deps in graph.items()}  # a package's own face
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*trail, node, nxt]))
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for module in graph:
+        if module not in state:
+            visit(module, [])
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's ten-line example of the public API, run as written."""
+    readme = (REPO / "README.md").read_text()
+    example = re.search(r"```python\n(# the public API.*?)```", readme, re.S)
+    assert example, "the README has the public API example"
+    assert len(example.group(1).strip().splitlines()) <= 12
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example.group(1), "README.md", "exec"), {})
+    assert list((tmp_path / "results" / "runs").iterdir()), "it ran a real case"
