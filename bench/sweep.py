@@ -2,15 +2,20 @@
 
 Run: python bench/sweep.py [--quick] [SCENARIO ...]. Sweeps the shipped
 scenarios against the reference agent with -j 1 and then -j 2 (side by side,
-one run), and for every crash case of the -j 1 sweep times the same agent
-processes without chaos: a plain child from start until its log first holds
-the boundary (polled every 0.5 ms, then killed and reaped), plus a plain resume
-of the kept crash prefix to its end. Prints:
+one run). Then, for every durable crash case, it times the case again with
+chaos and the same agent processes without chaos, side by side in
+alternating order so that the machine's drift hits both alike: a plain child
+from start until its log first holds the boundary (polled every 0.5 ms, then
+killed and reaped), a plain resume of the crash prefix to its end (bare), and
+the resume once more (with bare: the floor). Prints:
 
 - cycles/s at -j 1 and -j 2, and the speedup;
 - harness overhead = chaos's start + first-resume phase time / the bare time
   of the same processes (goal: at most 1.25), and the whole cycle (with the
-  idempotence rerun, the configuration query and the checks) / bare;
+  idempotence rerun, the configuration query and the checks) / bare (goal:
+  at most 1.6; the floor is the agent's own three processes, about 1.5);
+- where a cycle's time goes: each phase, world setup, the configuration
+  query, checks, the results folder and teardown, per case and as a share;
 - kill precision: crashes that landed exactly at their boundary.
 """
 
@@ -23,15 +28,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
-from chaos.resume import resume_configuration, session_id
-
+from chaos.case.run import run_case
 from chaos.cli import main as chaos
+from chaos.cycle.cycle import session_id
 from chaos.process.watch import Watch
 from chaos.report.outputs import read_journal
 from chaos.scenario import load_scenario
-from chaos.scenario.model import Boundary
+from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import find_target, load_target
 from chaos.world.world import build_world
 
@@ -47,15 +53,14 @@ def sweep(paths: list[str], jobs: int, results: Path) -> tuple[float, dict]:
     return seconds, json.loads((results / "summary.json").read_text())
 
 
-def bare_cost(entry: dict) -> float:
-    """The same agent processes as the case's start and first resume, timed as plain children."""
+def bare_cost(entry: dict) -> tuple[float, float, float]:
+    """The same agent processes as the case's start and first resume, timed as plain children; and the
+    resume once more (what the idempotence rerun costs the agent itself)."""
     scenario = load_scenario(Path(entry["scenarioFile"]))
     target = load_target(find_target(scenario.target))
     boundary = Boundary.parse(entry["crash"])
     world = build_world(scenario, target, {})
     try:
-        if boundary.in_flight:
-            return float("nan")  # the world holds these; no bare equivalent
         watch = Watch(world.log_glob, boundary)
         argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
         env = world.env(scenario.start, [])
@@ -68,14 +73,23 @@ def bare_cost(entry: dict) -> float:
         proc.kill()  # the crash itself is part of the cycle's bare cost: killed and reaped
         proc.wait()
         to_boundary = time.perf_counter() - began
+        # Resume chaos's crash prefix, so that both do the same recovery work. The log's file name
+        # holds the session id (as agents name their logs), so it must name chaos's session now.
         prefix = (Path(entry["folder"]) / "prefix.jsonl").read_bytes()
         assert watch.path is not None
-        watch.path.write_bytes(prefix)
-        config = resume_configuration(world)
-        argv = world.argv(target.resume, config, session_id=session_id(prefix))
+        ours, theirs = session_id(watch.path.read_bytes()) or "", session_id(prefix) or ""
+        watch.path.unlink()
+        watch.path.with_name(watch.path.name.replace(ours, theirs)).write_bytes(prefix)
+        config = scenario.start.then(scenario.change)
+        argv = world.argv(target.resume, config, session_id=theirs)
+        env = world.env(config, [])
         began = time.perf_counter()
-        subprocess.run(argv, cwd=world.cwd, env=world.env(config, []), capture_output=True, check=False)
-        return to_boundary + time.perf_counter() - began
+        done = subprocess.run(argv, cwd=world.cwd, env=env, capture_output=True, check=False)
+        resumed = time.perf_counter()
+        subprocess.run(argv, cwd=world.cwd, env=env, capture_output=True, check=False)
+        again = time.perf_counter() - resumed
+        assert target.outcome_of(done.returncode) is not None, (entry["case"], done.stderr[-300:])
+        return to_boundary, resumed - began, again
     finally:
         world.close()
 
@@ -95,23 +109,48 @@ def main() -> None:
         parallel_s, parallel = sweep(paths, 2, work / "j2")
         entries = read_journal(work / "j1" / "sweep.jsonl")
         crashes = [e for e in entries if e["crash"] and not Boundary.parse(e["crash"]).in_flight]
-        chaos_phases = bare = whole = 0.0
-        for entry in crashes:
-            cost = bare_cost(entry)
-            phases = {p["name"]: p["seconds"] for p in entry["phases"]}
+        chaos_phases = bare = again = whole = bare_start = bare_resume = 0.0
+        parts: dict[str, float] = {}
+        for n, entry in enumerate(crashes):
+            scenario = load_scenario(Path(entry["scenarioFile"]))
+            case = scenario.with_crash(Crash(Boundary.parse(entry["crash"])))
+            target = load_target(find_target(scenario.target))
+            folder = work / "paired" / str(n)
+            pair = [partial(bare_cost, entry), partial(run_case, case, target, {}, folder)]
+            results = [step() for step in (pair if n % 2 else pair[::-1])]
+            (to_boundary, resumed, rerun), verdict = results if n % 2 else results[::-1]
+            cost = to_boundary + resumed
+            bare_start += to_boundary
+            bare_resume += resumed
+            phases = {p.name: p.seconds for p in verdict.phases}
             chaos_phases += phases["start"] + phases.get("resume-1", 0.0)
-            whole += entry["seconds"]
+            whole += verdict.seconds
             bare += cost
+            again += rerun
+            for name, seconds in [*phases.items(), *verdict.evidence.timings.items()]:
+                parts[name] = parts.get(name, 0.0) + seconds
+        parts["other"] = whole - sum(parts.values())
         cycles = serial["crashes"]
         print(f"scenarios: {len(paths)}, cases: {serial['cases']} ({cycles} crash cycles)")
         print(f"-j 1: {serial_s:.1f}s, {cycles / serial_s:.2f} crash cycles/s")
         print(f"-j 2: {parallel_s:.1f}s, {parallel['crashes'] / parallel_s:.2f} crash cycles/s")
         print(f"speedup -j 2 / -j 1: {serial_s / parallel_s:.2f}x")
         print(f"bare agent cost of {len(crashes)} durable-boundary cycles: {bare:.2f}s")
+        print(f"floor (bare + the agent's own idempotence rerun): {(bare + again) / bare:.2f}x bare")
+        per = 1000 / len(crashes)
+        print(
+            f"bare per case: start to the boundary {bare_start * per:.1f} ms, resume {bare_resume * per:.1f} ms, "
+            f"resume once more {again * per:.1f} ms"
+        )
         print(
             f"harness overhead (start + first resume phases / bare): {chaos_phases / bare:.2f}x (goal <= 1.25x)"
         )
-        print(f"whole cycle incl. checks, config query, idempotence rerun / bare: {whole / bare:.2f}x")
+        print(
+            f"whole cycle incl. checks, config query, idempotence rerun / bare: {whole / bare:.2f}x (goal <= 1.6x)"
+        )
+        print(f"where a cycle's time goes ({len(crashes)} cases, {whole / len(crashes) * 1000:.0f} ms each):")
+        for name, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
+            print(f"  {name:<14} {seconds / len(crashes) * 1000:7.1f} ms  {seconds / whole:6.1%}")
         for name, summary in (("-j 1", serial), ("-j 2", parallel)):
             print(
                 f"kill precision {name}: {summary['exact']}/{summary['reached']} exact ({summary['precision']:.0%})"

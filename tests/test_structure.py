@@ -32,7 +32,10 @@ AGENTS = "chaos.bundled.targets"  # agents under test, not stages: they may use 
 
 def _stage(module: str) -> int:
     for index, prefixes in enumerate(STAGES):
-        if any(module == p or module.startswith(p + ".") for p in prefixes if p != "chaos") or module in prefixes:
+        if (
+            any(module == p or module.startswith(p + ".") for p in prefixes if p != "chaos")
+            or module in prefixes
+        ):
             return index
     raise AssertionError(f"{module} belongs to no stage; add it to STAGES")
 
@@ -79,7 +82,9 @@ def test_every_import_goes_down_the_pipeline(module: str) -> None:
 
 def test_no_import_cycle_between_modules() -> None:
     graph = {m: {i for i in _imports(m, p) if i in MODULES and i != m} for m, p in MODULES.items()}
-    graph = {m: {i for i in deps if not m.startswith(i + ".")} for m, deps in graph.items()}  # a package's own face
+    graph = {
+        m: {i for i in deps if not m.startswith(i + ".")} for m, deps in graph.items()
+    }  # a package's own face
     state: dict[str, int] = {}
 
     def visit(node: str, trail: list[str]) -> None:

@@ -11,7 +11,7 @@ from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
 from chaos.check.checks import Check, check_all
 from chaos.cycle.cycle import Pause, run_cycle
-from chaos.cycle.evidence import Evidence
+from chaos.cycle.evidence import Evidence, timed
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
 
@@ -35,10 +35,13 @@ def run_case(
     record = Record(folder)
     began = time.monotonic()
     evidence = run_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
-    record.write_evidence(scenario, evidence)
-    checks = check_all(evidence)
-    for hook in hooks:
-        checks += hook(evidence, folder)
+    with timed(evidence.timings, "record"):
+        record.write_evidence(scenario, evidence)
+    with timed(evidence.timings, "checks"):
+        checks = check_all(evidence)
+        for hook in hooks:
+            checks += hook(evidence, folder)
     verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
-    record.write_verdict(verdict.to_json(), verdict.reproduce())
+    with timed(evidence.timings, "record"):
+        record.write_verdict(verdict.to_json(), verdict.reproduce())
     return verdict

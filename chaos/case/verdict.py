@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.version import __version__
 from chaos.check.checks import Check
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+from chaos.version import __version__
 
 
 def landing(phase: Phase) -> str:
@@ -88,6 +88,7 @@ class Verdict:
             "checks": [c.to_json() for c in self.checks],
             "phases": [p.to_json() for p in self.phases],
             "seconds": round(self.seconds, 3),
+            "timings": {part: round(s, 4) for part, s in self.evidence.timings.items()},
             "reproduce": self.reproduce(),
             "folder": str(self.folder),
         }

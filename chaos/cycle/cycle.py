@@ -18,7 +18,7 @@ from typing import Any
 
 from chaos.contract.framing import FramingError, parse_json
 from chaos.cycle.configuration import current_of
-from chaos.cycle.evidence import Evidence
+from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.process.phase import Phase, PhaseKind, run_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
@@ -125,7 +125,9 @@ def run_cycle(
     pause: Pause | None = None,
 ) -> Evidence:
     """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``."""
-    world = build_world(scenario, target, extra_env)
+    timings: dict[str, float] = {}
+    with timed(timings, "world"):
+        world = build_world(scenario, target, extra_env)
     phases: list[Phase] = []
     try:
         limit = scenario.timeout
@@ -140,7 +142,8 @@ def run_cycle(
         _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
         phases.append(start)
         resume_config = scenario.start.then(scenario.change)
-        current = current_of(world, resume_config, start.log_after) if start.log_after else None
+        with timed(timings, "configuration"):
+            current = current_of(world, resume_config, start.log_after) if start.log_after else None
         if start.log_after and not start.timed_out:
             _recover(world, scenario.then_crash, limit, out, keep, phases)
         judged = scenario.with_crash(None) if start.continued else scenario  # let go on: no crash to judge
@@ -153,6 +156,8 @@ def run_cycle(
             read_ledger(world.box.ledger),
             world.server.request_log(),
             world.server.attempts_per_step(),
+            timings,
         )
     finally:
-        world.close()
+        with timed(timings, "teardown"):
+            world.close()

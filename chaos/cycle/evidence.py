@@ -8,7 +8,9 @@ rerun) and the log after that rerun.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,16 @@ from chaos.contract.framing import committed_length
 from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+
+
+@contextmanager
+def timed(timings: dict[str, float], part: str) -> Iterator[None]:
+    """Add the seconds spent in the block to ``timings[part]``."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[part] = timings.get(part, 0.0) + time.perf_counter() - began
 
 
 @dataclass
@@ -28,6 +40,7 @@ class Evidence:
     ledger: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)  # the model server's request log
     attempts_per_step: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per part of the cycle (bench/sweep.py)
 
     def _of(self, kind: PhaseKind) -> list[Phase]:
         return [p for p in self.phases if p.kind is kind]

@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from chaos.version import __version__
 from chaos.case.verdict import Verdict
 from chaos.contract import Reducer, plan_recovery
 from chaos.mine.signature import normalize, signature
+from chaos.version import __version__
 
 
 @dataclass

@@ -121,9 +121,9 @@ def run_phase(
     stopper = Stopper(trigger, crash, tear, pause)
     env = world.env(config, trigger.gates() if trigger else [])
     started = time.monotonic()
-    proc = TracedProcess(
-        phase.argv, world.cwd, env, out / f"{phase.name}.stdout", out / f"{phase.name}.stderr", stopper
-    )
+    durable = trigger is not None and trigger.durable
+    stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
+    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=durable)
     deadline, exited = started + timeout, False
     try:
         while not exited and time.monotonic() < deadline:

@@ -79,9 +79,13 @@ class _Seccomp:
         self.prog_buf = ctypes.create_string_buffer(self.prog, len(self.prog))
 
     def child(self) -> None:
-        if self.libc.ptrace(PTRACE_TRACEME, 0, None, None) != 0:
-            os._exit(126)
+        self.traced_child()
         if self.libc.prctl(38, 1, 0, 0, 0) != 0 or self.libc.prctl(22, 2, self.prog_buf, 0, 0) != 0:
+            os._exit(126)
+
+    def traced_child(self) -> None:
+        """Traced for process events only (fork, clone, exec, exit): no system call traps."""
+        if self.libc.ptrace(PTRACE_TRACEME, 0, None, None) != 0:
             os._exit(126)
 
     def request(self, op: int, pid: int, data: int = 0) -> int:
@@ -126,7 +130,7 @@ def _probe() -> str | None:
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_SECCOMP.child
         )
-        trace(proc, trapped, lambda pid: None, lambda code: None)
+        trace(proc, trapped, lambda pid: None, lambda code, alone: None)
     except OSError as err:
         return f"a traced child could not start: {err}"
     if proc.returncode == 126:
@@ -151,14 +155,15 @@ def trace(
     proc: subprocess.Popen[bytes],
     on_trap: Callable[[int, int], bool],
     on_new: Callable[[int], None],
-    on_exit: Callable[[int], None],
+    on_exit: Callable[[int, bool], None],
 ) -> None:
     """Run the wait loop of a tracee started with ``SECCOMP.child``, until every traced process is gone.
 
     ``on_trap(pid, tag)`` runs with the trapping process stopped before it can
     write another byte; returning True asks for one more stop (tag AFTER) when
-    the trapped call returns. ``on_new`` is told
-    of every process the target creates, ``on_exit`` of the root's exit status.
+    the trapped call returns. ``on_new`` is told of every process the target
+    creates, ``on_exit`` of the root's exit status and whether it was the last
+    of the tree alive.
     """
     assert _SECCOMP is not None
     tracer = _SECCOMP
@@ -166,7 +171,7 @@ def trace(
     _, status = os.waitpid(root, WALL)
     if not os.WIFSTOPPED(status):
         proc.returncode = os.waitstatus_to_exitcode(status)
-        on_exit(proc.returncode)
+        on_exit(proc.returncode, True)
         return
     tracer.request(PTRACE_SETOPTIONS, root, OPTIONS)
     tracer.request(PTRACE_CONT, root)
@@ -182,7 +187,7 @@ def trace(
             live.discard(pid)
             if pid == root:
                 proc.returncode = os.waitstatus_to_exitcode(status)
-                on_exit(proc.returncode)
+                on_exit(proc.returncode, not live)
             continue
         if not os.WIFSTOPPED(status):
             continue
@@ -236,6 +241,9 @@ def shorten_write(pid: int, count: int) -> None:
     _SECCOMP.set_registers(pid, regs)
 
 
-def child_setup() -> Callable[[], None]:
+def child_setup(filtered: bool = True) -> Callable[[], None]:
+    """The tracee's setup: traced, and (``filtered``) with the seccomp filter that traps the calls a
+    durable boundary is judged at. A phase with no boundary to catch needs only the process events,
+    and each trap costs a round trip through the tracer."""
     assert _SECCOMP is not None
-    return _SECCOMP.child
+    return _SECCOMP.child if filtered else _SECCOMP.traced_child

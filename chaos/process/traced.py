@@ -35,13 +35,20 @@ class Policy(Protocol):
 
 class TracedProcess:
     def __init__(
-        self, argv: list[str], cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, policy: Policy
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        stdout: Path,
+        stderr: Path,
+        policy: Policy,
+        traps: bool = True,
     ) -> None:
         if shutil.which(argv[0], path=env.get("PATH")) is None:
             raise TargetUnusable(f"cannot start the target: {argv[0]!r} is not an executable on its PATH")
         if not cwd.is_dir():
             raise TargetUnusable(f"cannot start the target: working directory {cwd} does not exist")
-        self.argv, self.exact = argv, trace.exact_kills_available()
+        self.argv, self.exact, self.traps = argv, trace.exact_kills_available(), traps
         self.pid = 0
         self.pids: set[int] = set()
         self.returncode: int | None = None
@@ -71,7 +78,7 @@ class TracedProcess:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
-                    preexec_fn=trace.child_setup() if self.exact else None,
+                    preexec_fn=trace.child_setup(self.traps) if self.exact else None,
                 )
         except Exception as err:  # a failed start must never leave the caller waiting
             self.fault = err
@@ -85,11 +92,13 @@ class TracedProcess:
         try:
             if self.exact:
                 trace.trace(proc, self._policy.at_trap, self.pids.add, self._exit)
-            else:
+            elif self.traps:
                 while proc.poll() is None:
                     self._policy.at_trap(proc.pid, 0)
                     time.sleep(0.002)
                 self._exit(proc.returncode)
+            else:
+                self._exit(proc.wait())
         except BaseException as err:  # the tracer broke: chaos's fault, reported as such
             self.fault = err
             with contextlib.suppress(ProcessLookupError):
@@ -100,8 +109,10 @@ class TracedProcess:
             self._exited.set()
             self._gone.set()
 
-    def _exit(self, returncode: int) -> None:
+    def _exit(self, returncode: int, alone: bool = False) -> None:
         self.returncode = returncode
+        if alone:
+            self._gone.set()  # the tracer saw the root exit last: nothing of the tree is left
         self._exited.set()
 
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -67,8 +68,47 @@ def _turn_of(messages: list[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant")
 
 
+class _Hub:
+    """One HTTP server on 127.0.0.1 per chaos process; each world's script is mounted at its own path.
+
+    Opening and closing a world is then free (a server per world cost a thread,
+    a socket and a shutdown wait per crash cycle). The path holds a random
+    token, so a world only ever answers requests meant for it.
+    """
+
+    _instance: _Hub | None = None
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self.worlds: dict[str, ModelServer] = {}
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                _, _, token, rest = [*self.path.split("/", 3), "", "", "", ""][:4]
+                world = hub.worlds.get(token)
+                if world is None:
+                    ModelServer.send(self, 404, {"error": {"message": "no such world (closed?)"}})
+                    return
+                world.handle(self, "/" + rest)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True, name="chaos-model-server").start()
+
+    @classmethod
+    def get(cls) -> _Hub:
+        with cls._guard:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+
 class ModelServer:
-    """Serve ``script`` on 127.0.0.1 (port chosen by the OS) until ``close``."""
+    """Serve ``script`` on 127.0.0.1 (at ``url``, a path of its own) until ``close``."""
 
     def __init__(self, script: list[Turn], summary: str = "summary of the work so far") -> None:
         self.script = script
@@ -80,32 +120,19 @@ class ModelServer:
         self._released_numbers: set[int] = set()
         self._answered: set[int] = set()  # request numbers whose response was sent
         self._closing = False
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                server._handle(self)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        # serve_forever checks for shutdown every poll_interval: 0.5 s by default made closing
-        # a world cost 0.4 s per crash cycle.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
-        self._thread.start()
+        self._token = secrets.token_hex(8)
+        self._hub = _Hub.get()
+        self._hub.worlds[self._token] = self
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._hub.httpd.server_address[1]}/w/{self._token}/v1"
 
     def close(self) -> None:
+        self._hub.worlds.pop(self._token, None)
         with self._lock:
             self._closing = True
             self._lock.notify_all()
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def __enter__(self) -> ModelServer:
         return self
@@ -162,15 +189,15 @@ class ModelServer:
         ]
 
     # -- serving ---------------------------------------------------------------------------------
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        if not handler.path.rstrip("/").endswith("/chat/completions"):
-            self._send(handler, 404, {"error": {"message": "only /chat/completions is served"}})
+    def handle(self, handler: BaseHTTPRequestHandler, path: str) -> None:
+        if not path.rstrip("/").endswith("/chat/completions"):
+            self.send(handler, 404, {"error": {"message": "only /chat/completions is served"}})
             return
         try:
             body = json.loads(handler.rfile.read(int(handler.headers.get("Content-Length", "0"))))
             messages = body["messages"]
         except (ValueError, KeyError, TypeError):
-            self._send(handler, 400, {"error": {"message": "request body is not a chat completion"}})
+            self.send(handler, 400, {"error": {"message": "request body is not a chat completion"}})
             return
         compaction = any(
             COMPACTION_MARKER in str(m.get("content")) for m in messages if m.get("role") == "system"
@@ -185,7 +212,7 @@ class ModelServer:
                 self._lock.wait(0.5)
         model = str(body.get("model", "scripted"))
         if compaction:
-            self._send(handler, 200, completion_body(Turn(text=self.summary), turn, model), number)
+            self.answer(handler, 200, completion_body(Turn(text=self.summary), turn, model), number)
             return
         scripted = self.script[turn] if turn < len(self.script) else Turn(text="done")
         if scripted.hold or scripted.timeout:
@@ -198,16 +225,21 @@ class ModelServer:
             time.sleep(scripted.delay)
         if scripted.error is not None:
             error = {"error": {"message": f"scripted HTTP {scripted.error}"}}
-            self._send(handler, scripted.error, error, number)
+            self.answer(handler, scripted.error, error, number)
             return
-        self._send(handler, 200, completion_body(scripted, turn, model), number)
+        self.answer(handler, 200, completion_body(scripted, turn, model), number)
 
-    def _send(
-        self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], number: int = 0
+    def answer(
+        self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], number: int
     ) -> None:
-        data = json.dumps(payload).encode()
+        """Send the answer to the ``number``-th request (from then on it is no longer held)."""
         with self._lock:
             self._answered.add(number)
+        self.send(handler, status, payload)
+
+    @staticmethod
+    def send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json")
