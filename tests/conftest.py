@@ -30,6 +30,18 @@ def conformance_dir() -> Path | None:
 MINED = REPO / "results" / "fixtures"
 
 
+def _no_exact_kills() -> str | None:
+    from chaos.process import trace
+
+    return trace.unavailable()
+
+
+# End-to-end tests that assert exact kills run only where a traced child really traps a write.
+needs_ptrace = pytest.mark.skipif(
+    _no_exact_kills() is not None, reason=f"exact kills unavailable here: {_no_exact_kills()}"
+)
+
+
 def _entries(root: Path, kind: str, prefix: str) -> list[Any]:
     manifest = root / ("fixtures" if kind == "reducer" else "planner-fixtures") / "manifest.json"
     if not manifest.is_file():

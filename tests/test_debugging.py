@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from tests.conftest import REPO, conformance_dir
+from tests.conftest import REPO, conformance_dir, needs_ptrace
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 
@@ -120,6 +120,7 @@ def _pty_run(tmp: Path, answer: str) -> tuple[int, str]:
     return proc.returncode, seen.decode("utf-8", "replace")
 
 
+@needs_ptrace
 @pytest.mark.parametrize("answer", ["k", "c"])
 def test_pause_at_the_boundary_on_a_terminal(answer: str, tmp_path: Path) -> None:
     code, out = _pty_run(tmp_path, answer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,62 @@ def test_generated_scenarios_round_trip_through_toml(tmp_path: Path) -> None:
 
 def test_the_strategies_only_call_the_targets_tools() -> None:
     assert tool_names(load_target(REFERENCE), {}) == ["read", "write", "edit", "bash"]
+
+
+SLOW = str(Path(__file__).parent / "targets" / "slow.toml")
+
+
+def _timed_explore(tmp: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, float]:
+    began = time.monotonic()
+    code = main(["explore", "--results", str(tmp), *argv])
+    return code, capsys.readouterr().out, time.monotonic() - began
+
+
+def _longest_cycle(tmp: Path) -> float:
+    verdicts = [json.loads(p.read_text()) for p in tmp.rglob("verdict.json")]
+    return max((v["seconds"] for v in verdicts), default=0.0)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_clean_exploration_ends_at_its_budget_with_exit_0(
+    seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12: the budget was checked inside the test with reject(), and a replay then crashed
+    Hypothesis (FlakyFailure, exit 1) on a correct agent."""
+    code, out, spent = _timed_explore(tmp_path, capsys, "--budget", "20", "--seed", str(seed))
+    assert code == 0, out
+    assert "no failure found" in out and "Flaky" not in out
+
+
+def test_a_budget_ending_during_generation_of_a_slow_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, spent = _timed_explore(tmp_path, capsys, "--target", SLOW, "--budget", "4", "--seed", "3")
+    assert code == 0, out
+    assert spent <= 4 + 60, "the budget, plus at most one cycle (a slow one times out at 60 s)"
+
+
+def test_a_budget_ending_during_shrinking_keeps_the_smallest_failure_so_far(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--target", SLOW, "--budget", "3", "--shrink-budget", "3", "--seed", "1"]
+    code, out, spent = _timed_explore(
+        tmp_path, capsys, *argv, "--target-env", "TINY_REFERENCE_BUG=skip-finish-on-resume"
+    )
+    assert code == 1, out
+    assert list(tmp_path.glob("found-*.toml")) and "Flaky" not in out
+    # generation budget + shrink budget + one cycle in flight at each deadline + one confirming rerun
+    assert spent <= 3 + 3 + 3 * _longest_cycle(tmp_path) + 5, spent
+
+
+def test_a_budget_ending_before_the_final_replay_still_reports_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no shrink budget, every new example after the first failure is answered at once, so
+    Hypothesis's final replay of the failure happens after the deadline: it is answered as before."""
+    argv = ["--budget", "30", "--shrink-budget", "0", "--seed", "1"]
+    code, out, _ = _timed_explore(
+        tmp_path, capsys, *argv, "--target-env", "TINY_REFERENCE_BUG=stale-assistant-calls"
+    )
+    assert code == 1, out
+    assert "final log reduces" in out and "Flaky" not in out

@@ -15,7 +15,7 @@ from chaos.contract.framing import committed_facts, facts_of
 from chaos.scenario import Crash, load_scenario
 from chaos.scenario.model import Boundary
 from chaos.scenario.target import load_target
-from tests.conftest import REPO
+from tests.conftest import REPO, needs_ptrace
 
 SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 TARGETS = Path(__file__).parent / "targets"
@@ -32,6 +32,7 @@ def _verdict(folder: Path) -> dict:
     return json.loads((folder / "verdict.json").read_text())
 
 
+@needs_ptrace
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_every_shipped_scenario_passes_against_the_reference_agent(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -105,6 +106,7 @@ BOUNDARIES = [
 ]
 
 
+@needs_ptrace
 @pytest.mark.parametrize("boundary", BOUNDARIES)
 def test_kills_land_exactly_at_the_boundary_even_between_commits(boundary: str, tmp_path: Path) -> None:
     """The prefix ends with the boundary's fact: no later fact is committed, whatever the agent does next."""
@@ -239,6 +241,7 @@ def test_a_bad_kill_at_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert code == 2 and "--kill-at" in err and "kind[field=value]#n" in err
 
 
+@needs_ptrace
 def test_demo_runs_the_section8_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "demo", "--results", str(tmp_path))
     assert code == 0, out

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from chaos.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, needs_ptrace
 from tests.test_run import CAUGHT
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
@@ -37,6 +37,7 @@ def _summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
 
+@needs_ptrace
 def test_a_sweep_crashes_every_boundary_exactly_and_reports_junit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -247,3 +248,39 @@ def test_depth_2_crashes_each_recovery_within_the_budget(
     assert any("-recovery-" in p.name for p in (corpus / "provenance").glob("*.json")), (
         "recovery prefixes are mined"
     )
+
+
+def test_the_pytest_plugin_runs_the_scenario_as_written(tmp_path: Path) -> None:
+    """Issue 12: the plugin ran crash cases with derived expectations only, never the scenario's own."""
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--chaos", SECTION8]
+    argv += ["--chaos-results", str(tmp_path / "r"), "-k", "written", "--junitxml", str(tmp_path / "j.xml")]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = [c.get("name") for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")]
+    assert names == ["as written"]
+    bad = subprocess.run(
+        [*argv, "--chaos-target-env", "TINY_REFERENCE_BUG=replay-never-tools", "--chaos", DEPLOY],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert bad.returncode == 1, bad.stdout
+    assert "✗ effect deploy ran 1x: expected 1, got 2" in bad.stdout, (
+        "the hand-written effect count is judged"
+    )
+
+
+def test_a_sweep_keeps_its_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--budget: no case starts after it, so a sweep overruns by at most the cases already running."""
+    path = str(REPO / "scenarios" / "full-workflow.toml")
+    began = time.monotonic()
+    code, out = _sweep(
+        capsys, path, "--budget", "4", "-j", "2", "--results", str(tmp_path / "r"), "--mine", "none"
+    )
+    spent = time.monotonic() - began
+    summary = _summary(tmp_path / "r")
+    assert code == 0, out
+    assert summary["skipped"] and "not run: the budget ran out" in out
+    longest = max(v["seconds"] for v in summary["verdicts"])
+    assert spent <= 4 + longest + 3, (spent, longest)

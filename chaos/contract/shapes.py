@@ -1,9 +1,12 @@
-"""The per-line shape of the session schema (``session.schema.json``), checked in code.
+"""The per-line shape of the session format, checked in code, and the JSON Schema it amounts to.
 
-The schema ships beside the contract, not with chaos, and each violation must map
-to a contract error code rather than a validator message; so the shapes are
-written here as small composable checkers. Integral floats (``1.0``) are valid
-JSON Schema integers, as in every JavaScript port; they are normalised to int.
+Each violation must map to a contract error code rather than a validator
+message, and the reducer runs these on every fact, so the shapes are small
+composable checkers. Each checker also carries the JSON Schema fragment it
+checks (``schema_of``), so ``chaos.contract.schema`` writes the session
+line schema from these same definitions (and a test holds it against the
+contract's own). Integral floats (``1.0``) are valid JSON Schema integers, as
+in every JavaScript port; they are normalised to int.
 """
 
 from __future__ import annotations
@@ -15,31 +18,54 @@ from typing import Any
 MAX_SAFE = 2**53 - 1
 Check = Callable[[Any], bool]
 
-_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+UUID7_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+DIGEST_PATTERN = "^sha256:[0-9a-f]{64}$"
+_UUID7 = re.compile(UUID7_PATTERN.strip("^$"))
+_DIGEST = re.compile(DIGEST_PATTERN.strip("^$"))
 
 
+def _schema(fragment: dict[str, Any]) -> Callable[[Check], Check]:
+    """Attach the JSON Schema ``fragment`` a checker checks."""
+
+    def attach(check: Check) -> Check:
+        check.schema = fragment  # type: ignore[attr-defined]
+        return check
+
+    return attach
+
+
+def schema_of(check: Check) -> dict[str, Any]:
+    fragment = check.schema if not isinstance(check, Shape) else check.to_schema()  # type: ignore[attr-defined]
+    return fragment  # type: ignore[no-any-return]
+
+
+@_schema({"type": "string", "pattern": UUID7_PATTERN})
 def uuid7(v: Any) -> bool:
     return type(v) is str and _UUID7.fullmatch(v) is not None
 
 
+@_schema({"type": "string", "pattern": DIGEST_PATTERN})
 def digest_str(v: Any) -> bool:
     return type(v) is str and _DIGEST.fullmatch(v) is not None
 
 
+@_schema({"type": "string"})
 def text(v: Any) -> bool:
     return type(v) is str
 
 
+@_schema({"type": "string", "minLength": 1})
 def nonempty(v: Any) -> bool:
     return type(v) is str and v != ""
 
 
+@_schema({"type": "object"})
 def is_object(v: Any) -> bool:
     return type(v) is dict
 
 
 def integer(lo: int, hi: int) -> Check:
+    @_schema({"type": "integer", "minimum": lo, "maximum": hi})
     def check(v: Any) -> bool:
         if type(v) is int:
             return lo <= v <= hi
@@ -50,20 +76,35 @@ def integer(lo: int, hi: int) -> Check:
 
 
 def const(expected: Any) -> Check:
-    return lambda v: type(v) is type(expected) and v == expected
+    return _schema({"const": expected})(lambda v: type(v) is type(expected) and v == expected)
 
 
 def one_of(*allowed: str) -> Check:
     options = frozenset(allowed)
-    return lambda v: type(v) is str and v in options
+    return _schema({"enum": list(allowed)})(lambda v: type(v) is str and v in options)
 
 
+@_schema({"type": ["string", "null"]})
 def nullable_text(v: Any) -> bool:
     return v is None or type(v) is str
 
 
 def array(item: Check, min_items: int = 0) -> Check:
-    return lambda v: type(v) is list and len(v) >= min_items and all(item(x) for x in v)
+    def check(v: Any) -> bool:
+        return type(v) is list and len(v) >= min_items and all(item(x) for x in v)
+
+    check.schema = {"type": "array", "minItems": min_items, "items": schema_of(item)}  # type: ignore[attr-defined]
+    return check
+
+
+def either(*checks: Check) -> Check:
+    """Any one of ``checks`` (JSON Schema ``oneOf``: the shapes here never overlap)."""
+
+    def check(v: Any) -> bool:
+        return any(c(v) for c in checks)
+
+    check.schema = {"oneOf": [schema_of(c) for c in checks]}  # type: ignore[attr-defined]
+    return check
 
 
 safe_int = integer(0, MAX_SAFE)
@@ -98,6 +139,14 @@ class Shape:
             elif not check(value):
                 return f"{path}{key}: invalid value {value!r}"
         return None
+
+    def to_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(self.required),
+            "properties": {key: schema_of(check) for key, check in self.fields.items()},
+        }
 
     def __call__(self, v: Any) -> bool:
         if type(v) is not dict:
@@ -134,13 +183,15 @@ def any_message(v: Any) -> bool:
     return shape is not None and shape(v)
 
 
+any_message.schema = {"oneOf": [m.to_schema() for m in _MESSAGES.values()]}  # type: ignore[attr-defined]
+
+
 PRE_EXECUTION_REASONS = ("invalidArguments", "unknownTool", "truncated", "aborted")
 _plain_result = Shape({"type": one_of("success", "error")})
 _interrupted_result = Shape({"type": const("synthetic"), "reason": const("interrupted")})
 
 
-def started_result(v: Any) -> bool:
-    return _plain_result(v) or _interrupted_result(v)
+started_result = either(_plain_result, _interrupted_result)
 
 
 pre_execution_result = Shape({"type": const("synthetic"), "reason": one_of(*PRE_EXECUTION_REASONS)})
@@ -185,6 +236,9 @@ compaction_entry = Shape(
         "retainedTail": array(Shape({"sourceEntryId": uuid7, "message": any_message})),
     }
 )
+
+
+ENTRY_SHAPES = (user_entry, assistant_entry, started_tool_entry, synthetic_tool_entry, compaction_entry)
 
 
 def entry_kind(entry: Any) -> str | None:
@@ -281,6 +335,26 @@ FINISHED[("compaction", "aborted")] = FINISHED[("run", "aborted")]
 FINISHED[("compaction", "failed")] = FINISHED[("run", "failed")]
 
 
+def _record_schema() -> dict[str, Any]:
+    variants = []
+    for kind, shape in RECORDS.items():
+        fragment = shape.to_schema()
+        fragment["properties"]["type"] = {"const": kind}
+        if kind == "abortRequested":  # a tool-phase abort names the call it interrupts
+            fragment["if"] = {"properties": {"phase": {"const": "tool"}}}
+            fragment["then"] = {"required": ["toolCallId"]}
+        variants.append(fragment)
+    for (operation, outcome), shape in FINISHED.items():
+        fragment = shape.to_schema()
+        fragment["properties"].update(
+            type={"const": "operationFinished"},
+            operationKind={"const": operation},
+            outcome={"const": outcome},
+        )
+        variants.append(fragment)
+    return {"oneOf": variants}
+
+
 def record_valid(record: Any) -> bool:
     if type(record) is not dict:
         return False
@@ -292,6 +366,9 @@ def record_valid(record: Any) -> bool:
     if shape is None or not shape(record):
         return False
     return not (kind == "abortRequested" and record["phase"] == "tool" and "toolCallId" not in record)
+
+
+record_valid.schema = _record_schema()  # type: ignore[attr-defined]
 
 
 usage_counters = Shape({"input": safe_int, "output": safe_int, "cacheRead": safe_int, "cacheWrite": safe_int})

@@ -18,6 +18,7 @@ import orjson
 
 from chaos.case.verdict import Verdict
 from chaos.contract import Reducer, plan_recovery
+from chaos.contract.schema import schema_valid
 from chaos.mine.signature import normalize, signature
 from chaos.version import __version__
 
@@ -78,7 +79,12 @@ class Miner:
         _write_json(fixtures / f"{name}.expected.json", reducer.result())
         _add_to_manifest(
             fixtures / "manifest.json",
-            {"name": name, "file": f"{name}.jsonl", "expected": f"{name}.expected.json", "schemaValid": True},
+            {
+                "name": name,
+                "file": f"{name}.jsonl",
+                "expected": f"{name}.expected.json",
+                "schemaValid": schema_valid(renamed),
+            },
         )
         if current is not None and reducer.state is not None and reducer.error is None:
             stable = renaming.current(current)

@@ -12,6 +12,7 @@ and inline-table keys included, to the line it starts on.
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from pathlib import Path
@@ -65,7 +66,13 @@ class _Scanner:
         parts = []
         while True:
             self._skip(False)
-            if self._peek() in ('"', "'"):
+            if self._peek() == '"':
+                raw = self._string()
+                try:  # a basic string's escapes are JSON's (TOML adds only \U and \e)
+                    parts.append(json.loads(f'"{raw}"'))
+                except ValueError:
+                    parts.append(raw)
+            elif self._peek() == "'":
                 parts.append(self._string())
             else:
                 start = self.i

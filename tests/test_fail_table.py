@@ -1,0 +1,133 @@
+"""Every check chaos reports, made to fail: a check that cannot fail is a defect.
+
+One row per check of ``chaos.check.CATALOG``: a deliberately broken agent (a
+bug switch of the reference agent, or a broken target in ``tests/targets/``),
+or, where no agent can break it without breaking chaos first, crafted
+evidence. Each row must make its check fail, and every check has a row.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from chaos.case.run import run_case
+from chaos.case.verdict import Verdict
+from chaos.check import CATALOG, Check, check_all
+from chaos.cycle.evidence import Evidence
+from chaos.mine.oracles import OtherOracle
+from chaos.scenario import Crash, Scenario, load_scenario, load_target
+from chaos.scenario.model import Boundary
+from tests.conftest import REPO
+
+TARGETS = Path(__file__).parent / "targets"
+WORK: list[Path] = []
+
+
+def _scenario(name: str) -> Scenario:
+    return load_scenario(REPO / "scenarios" / f"{name}.toml")
+
+
+@cache
+def _run(
+    name: str, bug: str = "", target: str = "reference", crash: str = "", then: str = "", expect: str = ""
+) -> list[Check]:
+    scenario = _scenario(name)
+    if crash:
+        scenario = scenario.with_crash(
+            Crash(Boundary.parse(crash)), Crash(Boundary.parse(then)) if then else None
+        )
+    if expect == "plan:finish":
+        scenario = replace(scenario, expect=replace(scenario.expect, plan={"type": "finish"}))
+    if expect == "reason:configuration_changed":
+        scenario = replace(scenario, expect=replace(scenario.expect, reason="configuration_changed"))
+    spec = REPO / "targets" / "reference.toml" if target == "reference" else TARGETS / f"{target}.toml"
+    env = {"TINY_REFERENCE_BUG": bug} if bug else {}
+    folder = WORK[0] / f"{name}-{bug}-{target}-{len(list(WORK[0].iterdir()))}"
+    timeout = 3.0 if target == "hang-on-resume" else None
+    return run_case(scenario, load_target(spec), env, folder, timeout).checks
+
+
+@cache
+def _clean() -> Verdict:
+    return run_case(
+        _scenario("section8-read-replay"),
+        load_target(REPO / "targets" / "reference.toml"),
+        {},
+        WORK[0] / "clean",
+    )
+
+
+def _crafted(change: Callable[[Evidence], None]) -> list[Check]:
+    evidence = _clean().evidence
+    evidence = replace(evidence, phases=[replace(p) for p in evidence.phases])
+    change(evidence)
+    return check_all(evidence)
+
+
+def _corrupt_prefix(evidence: Evidence) -> None:
+    evidence.start.log_after += b'{"kind":"record","broken"\n'
+
+
+def _append_again(evidence: Evidence) -> None:
+    again = evidence.again
+    assert again is not None
+    again.log_after += b'{"kind":"usage"}\n'
+
+
+def _liar(tmp: Path) -> list[Check]:
+    liar = tmp / "liar.py"
+    liar.write_text("import json\nprint(json.dumps({'ok': True, 'state': {}}))\n")
+    scenario = _scenario("section8-read-replay")
+    target = load_target(REPO / "targets" / "reference.toml")
+    return run_case(
+        scenario, target, {}, tmp / "liar", hooks=(OtherOracle(f"{sys.executable} {liar}"),)
+    ).checks
+
+
+ROWS: dict[str, Callable[[Path], list[Check]]] = {
+    "reached": lambda t: _run("section8-read-replay", crash="toolStarted#5"),
+    "prefix-reduces": lambda t: _crafted(_corrupt_prefix),
+    "prefix-plan": lambda t: _run("section8-read-replay", expect="plan:finish"),
+    "outcome": lambda t: _run("attempts-exhausted", "unbounded-retry"),
+    "blocked-reason": lambda t: _run("blocked-environment-changed", expect="reason:configuration_changed"),
+    "final-reduces": lambda t: _run("section8-read-replay", "stale-assistant-calls"),
+    "append-only": lambda t: _run("section8-read-replay", target="rewrites-log"),
+    "blocked-stops": lambda t: _run("attempts-exhausted", "unbounded-retry"),
+    "blocked-appends-nothing": lambda t: _run("attempts-exhausted", "unbounded-retry"),
+    "idle-terminal": lambda t: _run("open-attempt-retry", "skip-finish-on-resume"),
+    "plan-followed": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
+    "intent-before-effect": lambda t: _run("deploy-intent-durable", "intent-after-effect"),
+    "never-once": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
+    "effect-count": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
+    "third-attempt": lambda t: _run(
+        "attempts-exhausted", "unbounded-retry", crash="model-request", then="model-request"
+    ),
+    "again-appends-nothing": lambda t: _crafted(_append_again),
+    "timeout": lambda t: _run("section8-read-replay", target="hang-on-resume"),
+    "processes": lambda t: _run("section8-read-replay", target="leaves-daemon"),
+    "sandbox": lambda t: _run("section8-read-replay", target="writes-outside"),
+    "oracle-agrees": _liar,
+}
+
+
+def test_every_check_of_the_catalog_has_a_row() -> None:
+    assert set(ROWS) == set(CATALOG)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    WORK[:] = [tmp_path_factory.mktemp("fail-table")]
+    return WORK[0]
+
+
+@pytest.mark.parametrize("check_id", list(ROWS))
+def test_the_row_makes_its_check_fail(check_id: str, work: Path, tmp_path: Path) -> None:
+    checks = ROWS[check_id](tmp_path)
+    failed = [c for c in checks if c.id == check_id and not c.ok]
+    assert failed, f"{check_id} held: {[c.text() for c in checks if c.id == check_id]}"

@@ -1,0 +1,56 @@
+"""In-flight kills are exact only when the world saw the boundary still held at the kill."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from pathlib import Path
+
+from chaos.process.stop import Trigger
+from chaos.scenario import Crash, Scenario, Turn, load_target
+from chaos.scenario.model import Boundary
+from chaos.world.world import build_world
+from tests.conftest import REPO
+
+
+def _ask(url: str, answers: list[bytes]) -> None:
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    with urllib.request.urlopen(
+        urllib.request.Request(url + "/chat/completions", data=body), timeout=10
+    ) as r:
+        answers.append(r.read())
+
+
+def test_a_held_request_counts_as_held_until_it_is_answered() -> None:
+    world = build_world(
+        Scenario(prompt="x", turns=[Turn(text="hi")]), load_target(REPO / "targets" / "reference.toml"), {}
+    )
+    try:
+        trigger = Trigger.arm(world, Crash(Boundary("model-request")))
+        assert not trigger.reached() and not trigger.held()
+        answers: list[bytes] = []
+        thread = threading.Thread(target=_ask, args=(world.server.url, answers))
+        thread.start()
+        assert world.server.wait_for_request(1)
+        assert trigger.reached() and trigger.held(), "the world holds the request"
+        trigger.disarm()
+        thread.join(5)
+        assert answers and not trigger.held(), "answered: a kill now would not be exact"
+    finally:
+        world.close()
+
+
+def test_a_gate_counts_as_held_until_released(tmp_path: Path) -> None:
+    world = build_world(
+        Scenario(prompt="x", turns=[Turn(text="hi")]), load_target(REPO / "targets" / "reference.toml"), {}
+    )
+    try:
+        trigger = Trigger.arm(world, Crash(Boundary("effect-running", {"effect": "deploy"})))
+        assert trigger.gate == "deploy.during#1" and not trigger.held()
+        (world.box.gate_dir / "deploy.during#1.waiting").write_text("1")
+        assert trigger.reached() and trigger.held()
+        trigger.disarm()
+        assert not trigger.held()
+    finally:
+        world.close()
