@@ -107,7 +107,7 @@ def test_a_clean_exploration_ends_at_its_budget_with_exit_0(
 ) -> None:
     """Issue 12: the budget was checked inside the test with reject(), and a replay then crashed
     Hypothesis (FlakyFailure, exit 1) on a correct agent."""
-    code, out, spent = _timed_explore(tmp_path, capsys, "--budget", "20", "--seed", str(seed))
+    code, out, _ = _timed_explore(tmp_path, capsys, "--budget", "20", "--seed", str(seed))
     assert code == 0, out
     assert "no failure found" in out and "Flaky" not in out
 

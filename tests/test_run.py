@@ -248,3 +248,17 @@ def test_demo_runs_the_section8_scenario(tmp_path: Path, capsys: pytest.CaptureF
     assert "crash at toolStarted[toolName=read]#1: exactly at the boundary (ptrace)" in out
     verdict = orjson.loads((tmp_path / "verdict.json").read_bytes())
     assert verdict["scenario"] == "section8-read-replay"
+
+
+def test_a_recovery_blocked_after_its_own_progress_is_no_finding(tmp_path: Path) -> None:
+    """Found by chaos explore against the correct agent: crashed before any step, resumed on another
+    machine, the step failed live (429) and the environment gate then blocked it. With derived
+    expectations this was judged 'not idle' (a false alarm); it is blocked, with no reason derived
+    from the final log itself (that check could not fail)."""
+    scenario = load_scenario(REPO / "scenarios" / "live-failure-blocked-by-environment.toml")
+    case = scenario.with_crash(Crash(Boundary("any")))
+    verdict = run_case(case, load_target(REPO / "targets" / "reference.toml"), {}, tmp_path)
+    assert verdict.ok, [c.text() for c in verdict.failed]
+    outcome = next(c for c in verdict.checks if c.id == "outcome")
+    assert outcome.expected.startswith("blocked") and outcome.got.startswith("blocked")
+    assert not [c for c in verdict.checks if c.id in ("blocked-reason", "idle-terminal")]

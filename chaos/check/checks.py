@@ -136,9 +136,15 @@ def _finished(log: bytes) -> list[dict[str, Any]]:
 
 
 def derived_outcome(ev: Evidence, ending: Phase) -> tuple[str | None, str | None]:
-    """What the ending process must report, as the oracle reads the log it *started from*: blocked
-    (and why) when the oracle plans blocked there; else the outcome of the operation it finished;
-    else completed when nothing was left to do. (None, None) when the oracle cannot read the log."""
+    """What the ending process must report, as the oracle reads the logs: (outcome, blocked reason).
+
+    Blocked, with the oracle's reason, when the oracle plans blocked for the log the process
+    *started* from; else the outcome of the operation it finished; else completed when nothing was
+    left to do. A recovery may also end blocked after progress of its own (a live 429 under a
+    changed environment): blocked then, but with no reason, since the only reading of it would be
+    the final log's plan, and a check of the final log against itself cannot fail. (None, None)
+    when the oracle cannot read the logs.
+    """
     before = ending.log_before[: committed_length(ending.log_before)]
     if ending is not ev.start:
         planned = plan(before, ev.current)
@@ -151,6 +157,8 @@ def derived_outcome(ev: Evidence, ending: Phase) -> tuple[str | None, str | None
     if finished:
         return finished[-1]["outcome"], None
     planned, state = plan(after, ev.current), reduced(after).state
+    if planned is not None and planned["type"] == "blocked":
+        return "blocked", None
     if planned is not None and planned["type"] == "finish" and state is not None and state.operation is None:
         return planned["outcome"], None
     return None, None
@@ -175,7 +183,7 @@ def check_recovery(ev: Evidence) -> list[Check]:
                 f"{ending.outcome or 'no known outcome'} (exit {ending.returncode})",
             )
         )
-    if outcome == "blocked":
+    if outcome == "blocked" and reason is not None:
         got = (plan(final, ev.current) or {}).get("reason")
         checks.append(
             Check(
