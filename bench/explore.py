@@ -41,7 +41,7 @@ def bugs(args: argparse.Namespace) -> None:
             work = Path(tempfile.mkdtemp(prefix="chaos-explore-bench-"))
             try:
                 env = {"TINY_REFERENCE_BUG": bug}
-                run = Exploration(target, env, work, args.budget, seed, 10_000, args.shrink_budget)
+                run = Exploration(target, env, work, args.budget, seed, 10_000, args.shrink_budget, 1)
                 run.run(tools)
                 if not run.found:
                     continue

@@ -23,6 +23,8 @@ from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, find_target, load_target
 from chaos.sweep.sweep import Sweep, run_sweep
+from chaos.triage.groups import group, read_baseline
+from chaos.triage.groups import write_baseline as save_baseline
 
 ScenarioRef = Scenario | str | Path
 TargetRef = Target | str | Path
@@ -77,14 +79,15 @@ def run(
 @dataclass
 class SweepResult:
     results: Path
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # counts, precision, "groups" (the distinct failures), "fixed", every verdict
     entries: list[dict[str, Any]]
     mined: list[str] = field(default_factory=list)
     interrupted: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.summary["findings"] and not self.interrupted
+        """No failure but the known ones (all failures, without a baseline), and not interrupted."""
+        return not self.summary["new"] and not self.interrupted
 
 
 def default_scenarios() -> list[Path]:
@@ -109,12 +112,17 @@ def sweep(
     mine: Path | None = None,
     oracles: Sequence[str] = (),
     junit: Path | None = None,
+    baseline: Path | None = None,
+    write_baseline: Path | None = None,
 ) -> SweepResult:
     """Crash every scenario (files, folders, bundled names or Scenario objects) at every boundary.
 
     Writes ``summary.json``, ``sweep.jsonl``, ``report.html`` (and ``junit`` when given) under
-    ``results``; raises ``UsageError`` when no case could run at all.
+    ``results``; raises ``UsageError`` when no case could run at all. ``baseline``: failures
+    listed there (by key) are known and do not make the sweep fail; ``write_baseline``: write this
+    sweep's failures as a baseline.
     """
+    known = read_baseline(baseline) if baseline is not None else None
     loaded: list[Scenario] = []
     refs = list(scenarios) or default_scenarios()
     for ref in refs:
@@ -137,11 +145,13 @@ def sweep(
     except (KeyboardInterrupt, Interrupted):
         interrupted = True
     entries = run.reported()
-    summary = summarize(entries, run.skipped, time.monotonic() - run.started)
+    summary = summarize(entries, run.skipped, time.monotonic() - run.started, known)
     write_summary(results / "summary.json", summary)
     if junit is not None:
-        write_junit(junit, entries)
-    write_html(results / "report.html", entries)
+        write_junit(junit, entries, baseline=known)
+    write_html(results / "report.html", entries, baseline=known)
+    if write_baseline is not None:
+        save_baseline(write_baseline, group(entries))
     if not run.verdicts and not interrupted:
         raise UsageError(
             f"no case ran (budget {budget:g}s); give a budget that leaves time for at least one case"

@@ -186,17 +186,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
+    """The end of a sweep: counts, then each distinct failure once, with its smallest case."""
+    groups = summary["groups"]
     lines = [
         f"chaos sweep: {summary['cases']} case(s), {summary['findings']} finding(s) in {summary['seconds']:.1f}s",
+        f"  {len(groups)} distinct failure(s) in {summary['findings']} failing case(s) of {summary['cases']}"
+        + (f" ({summary['new']} new)" if any(g["known"] for g in groups) or summary["fixed"] else ""),
         f"  kill precision: {summary['exact']}/{summary['reached']} crashes landed exactly at their boundary",
     ]
     if summary["skipped"]:
         lines.append(f"  {len(summary['skipped'])} case(s) not run: the budget ran out")
     if mined is not None:
         lines.append(f"  mined {len(mined)} new fixture(s)" + (f": {', '.join(mined)}" if mined else ""))
-    for failure in summary["failures"]:
-        lines.append(f"  ✗ {failure['case']}: {Check(**failure['failed'][0]).text()}")
-        lines.append(f"      reproduce: {failure['reproduce']}")
+    failed = {f["case"]: f for f in summary["failures"]}
+    for number, found in enumerate(groups, 1):
+        rep = found["representative"]
+        mark = (
+            "known"
+            if found["known"]
+            else "✗ new"
+            if summary["fixed"] or any(g["known"] for g in groups)
+            else "✗"
+        )
+        lines.append(f"  {mark} {number}. [{found['key']}] {found['label']}")
+        lines.append(
+            f"      smallest case: {rep['case']}: {Check(**failed[rep['case']]['failed'][0]).text()}"
+        )
+        lines.append(f"      reproduce: {rep['reproduce']}")
+        if found["count"] > 1:
+            lines.append(f"      same failure, {found['count'] - 1} more case(s)")
+    for gone in summary["fixed"]:
+        lines.append(f"  fixed: [{gone['key']}] {gone['label']} (known, and no case failed this way)")
     return "\n".join(lines)
 
 
@@ -217,6 +237,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         mine=None if args.mine == "none" else Path(args.mine),
         oracles=args.oracle,
         junit=Path(args.junit) if args.junit else None,
+        baseline=Path(args.baseline) if args.baseline else None,
+        write_baseline=Path(args.write_baseline) if args.write_baseline else None,
     )
     _say(render_summary(result.summary, result.mined if args.mine != "none" else None))
     _say(f"  report: {result.results / 'report.html'}")
@@ -225,7 +247,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"chaos sweep: interrupted; finished verdicts are in {result.results / 'sweep.jsonl'}; rerun with --resume"
         )
         return EXIT_INTERRUPTED
-    return EXIT_FINDING if result.summary["findings"] else EXIT_OK
+    return EXIT_FINDING if result.summary["new"] else EXIT_OK
 
 
 def _reported_entries(folder: str) -> list[dict[str, Any]]:
@@ -238,12 +260,19 @@ def _reported_entries(folder: str) -> list[dict[str, Any]]:
     return reported(read_journal(journal))
 
 
+def _baseline(path: str | None) -> dict[str, str] | None:
+    from chaos.triage.groups import read_baseline
+
+    return read_baseline(Path(path)) if path else None
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
-    from chaos.report.outputs import summarize, write_junit, write_summary
+    from chaos.report.outputs import summarize, write_html, write_junit, write_summary
 
     entries = {entry["case"]: entry for folder in args.folders for entry in _reported_entries(folder)}
     values = list(entries.values())
-    summary = summarize(values, [], sum(e.get("seconds", 0.0) for e in values))
+    known = _baseline(args.baseline)
+    summary = summarize(values, [], sum(e.get("seconds", 0.0) for e in values), known)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_summary(out / "summary.json", summary)
@@ -251,9 +280,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
         for entry in values:
             journal.write(orjson.dumps(entry) + b"\n")
     if args.junit:
-        write_junit(Path(args.junit), values)
+        write_junit(Path(args.junit), values, baseline=known)
+    write_html(out / "report.html", values, baseline=known)
     _say(render_summary(summary, None))
-    return EXIT_FINDING if summary["findings"] else EXIT_OK
+    return EXIT_FINDING if summary["new"] else EXIT_OK
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -265,7 +295,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     target = load_target(find_target(args.target))
     shrink = args.shrink_budget if args.shrink_budget is not None else min(args.budget, 60.0)
     exploration = Exploration(
-        target, dict(args.target_env), Path(args.results), args.budget, args.seed, args.max_examples, shrink
+        target,
+        dict(args.target_env),
+        Path(args.results),
+        args.budget,
+        args.seed,
+        args.max_examples,
+        shrink,
+        args.max_failures,
     )
     _notice_polling()
     _say(
@@ -285,7 +322,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"({first.seconds:.1f}s); {exploration.cycles} cycles in {spent:.0f}s with shrinking"
     )
     for item in found:
-        _say(f"  ✗ {item.check_text()}")
+        _say(f"  ✗ [{item.key}] {item.label}")
+        _say(f"      smallest case fails: {item.check_text()}")
         _say(f"      shrunk scenario (size {size(item.scenario)}): {item.saved}")
         _say(f"      run folder: {item.verdict.folder}")
         _say(f"      reproduce: {item.verdict.reproduce()}")
@@ -332,7 +370,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     entries = _reported_entries(args.results)
     out = Path(args.out) if args.out else Path(args.results) / "report.html"
-    write_html(out, entries)
+    write_html(out, entries, baseline=_baseline(args.baseline))
     _say(f"chaos report: {len(entries)} case(s) -> {out}")
     return EXIT_OK
 
@@ -408,18 +446,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
     p.add_argument("--timeout", type=seconds, help="seconds per phase")
     p.add_argument("--results", metavar="DIR", help="default: results/sweep")
+    p.add_argument(
+        "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"
+    )
+    p.add_argument("--write-baseline", metavar="FILE", help="write this sweep's failures as a baseline")
     _target_env(p)
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("merge", help="combine the result folders of sharded sweeps into one summary")
     p.add_argument("folders", nargs="+", metavar="RESULTS_DIR")
     p.add_argument("--out", default="results/merged", metavar="DIR")
     p.add_argument("--junit", metavar="FILE")
+    p.add_argument(
+        "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"
+    )
     p.set_defaults(func=cmd_merge)
     p = sub.add_parser("explore", help="generate worlds and crash plans with Hypothesis; shrink each failure")
     p.add_argument("--target", default="reference", help="target name or spec path")
     p.add_argument("--budget", type=seconds, default=120.0, metavar="SECONDS", help="generate for this long")
     p.add_argument("--seed", type=int, help="make the exploration reproducible")
-    p.add_argument("--max-examples", type=positive_int, default=500)
+    p.add_argument("--max-examples", type=positive_int, default=500, help="crash cycles at most, in all")
+    p.add_argument(
+        "--max-failures", type=positive_int, help="stop once this many distinct failures are found"
+    )
     p.add_argument(
         "--shrink-budget",
         type=seconds_or_zero,
@@ -443,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="a self-contained HTML report of a sweep's results folder")
     p.add_argument("results", metavar="RESULTS_DIR")
     p.add_argument("--out", metavar="FILE", help="default: RESULTS_DIR/report.html")
+    p.add_argument("--baseline", metavar="FILE", help="mark the failures it lists as known")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("demo", help=f"chaos run {DEMO}: the contract's section-8 crash")
     p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")

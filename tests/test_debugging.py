@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
+from tests.browser import dom as rendered
+from tests.browser import require_chromium, screenshot
 from tests.conftest import REPO, conformance_dir, needs_ptrace
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
@@ -137,16 +139,10 @@ def test_pause_at_the_boundary_on_a_terminal(answer: str, tmp_path: Path) -> Non
         assert "then continued without a crash" in out
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def test_the_html_report_renders_in_headless_chromium(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if CHROMIUM is None:
-        if os.environ.get("CHAOS_REQUIRE_BROWSER") == "1":
-            pytest.fail("CHAOS_REQUIRE_BROWSER=1 but no chromium on PATH (.ci/run installs it)")
-        pytest.skip("no chromium on PATH")
+    require_chromium()
     results = tmp_path / "sweep"
     path = str(REPO / "scenarios" / "deploy-intent-durable.toml")
     bug = "TINY_REFERENCE_BUG=replay-never-tools"
@@ -154,23 +150,14 @@ def test_the_html_report_renders_in_headless_chromium(
     assert code == 1
     summary = json.loads((results / "summary.json").read_text())
     capsys.readouterr()
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
-    flags += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    flags += [f"--user-data-dir={tmp_path / 'profile'}"]
-    report = (results / "report.html").resolve()
-    dom = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120
-    ).stdout
+    report = results / "report.html"
+    dom = rendered(report, tmp_path / "profile")
     assert dom.count('class="cell pass"') + dom.count('class="cell fail"') == summary["cases"]
     assert dom.count('class="cell fail"') == summary["findings"] > 0
     failing = summary["failures"][0]["failed"][0]["name"]
     assert f"✗ {failing}" in dom
     shot = tmp_path / "report.png"
-    subprocess.run(
-        [CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1400,1000", report.as_uri()],
-        capture_output=True,
-        timeout=120,
-    )
+    screenshot(report, tmp_path / "profile", shot)
     assert shot.stat().st_size > 10_000
     keep = os.environ.get("CHAOS_KEEP_SCREENSHOT")
     if keep:

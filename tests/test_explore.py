@@ -29,7 +29,7 @@ BUGS = [
 def _explore(
     tmp: Path, bug: str | None, seed: int, examples: int, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str]:
-    argv = ["explore", "--seed", str(seed), "--budget", "240", "--shrink-budget", "15"]
+    argv = ["explore", "--seed", str(seed), "--budget", "240", "--shrink-budget", "15", "--max-failures", "1"]
     argv += ["--max-examples", str(examples), "--results", str(tmp)]
     if bug:
         argv += ["--target-env", f"TINY_REFERENCE_BUG={bug}"]
@@ -44,7 +44,7 @@ def test_explore_finds_each_bug_and_the_shrunk_scenario_fails_the_same_check(
     code, out = _explore(tmp_path, bug, seed, 60, capsys)
     assert code == 1, out
     found = next(tmp_path.glob("found-*.toml"))
-    check = out.split("✗ ", 1)[1].split(":", 1)[0]
+    check = out.split("smallest case fails: ", 1)[1].split(":", 1)[0]
     assert load_scenario(found).expect.derived
     rerun = tmp_path / "rerun"
     assert (
@@ -138,7 +138,7 @@ def test_a_budget_ending_before_the_final_replay_still_reports_the_failure(
 ) -> None:
     """With no shrink budget, every new example after the first failure is answered at once, so
     Hypothesis's final replay of the failure happens after the deadline: it is answered as before."""
-    argv = ["--budget", "30", "--shrink-budget", "0", "--seed", "1"]
+    argv = ["--budget", "30", "--shrink-budget", "0", "--seed", "1", "--max-failures", "1"]
     code, out, _ = _timed_explore(
         tmp_path, capsys, *argv, "--target-env", "TINY_REFERENCE_BUG=stale-assistant-calls"
     )

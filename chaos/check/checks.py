@@ -22,19 +22,21 @@ from chaos.contract.kinds import kind_of
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 
-# id -> what the check guarantees; the order is the order checks are reported in.
+# id -> what the check guarantees. The order is the order checks are reported in, causes before
+# symptoms (the log's structure, then what recovery did first, then how it ended, then effects and
+# processes): the first failing check names a failure (``chaos.triage``).
 CATALOG = {
     "reached": "the run reached the scenario's crash boundary",
     "prefix-reduces": "the crash prefix reduces",
     "prefix-plan": "the oracle's plan for the crash prefix is the one the scenario expects",
-    "outcome": "the process that ended the operation reported the expected outcome",
-    "blocked-reason": "a blocked recovery is blocked for the expected reason",
-    "final-reduces": "the final log reduces",
     "append-only": "no phase rewrote committed bytes (a torn tail may only be dropped)",
+    "final-reduces": "the final log reduces",
+    "plan-followed": "each resume first carries out the oracle's plan for the log it started from",
     "blocked-stops": "a resume the oracle plans as blocked stops blocked",
     "blocked-appends-nothing": "a resume the oracle plans as blocked appends nothing",
+    "outcome": "the process that ended the operation reported the expected outcome",
+    "blocked-reason": "a blocked recovery is blocked for the expected reason",
     "idle-terminal": "the final state is idle, with one operationFinished per operation",
-    "plan-followed": "each resume first carries out the oracle's plan for the log it started from",
     "intent-before-effect": "no effect ran before its toolStarted was durable",
     "never-once": "a never-replay effect ran at most once per tool call",
     "effect-count": "each effect ran as often as the scenario says",

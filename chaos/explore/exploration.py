@@ -6,16 +6,21 @@ Hypothesis keeps exploring after the first one and shrinks each to the
 smallest scenario that fails *the same way*; each is written as a TOML file
 ``chaos run`` loads.
 
-The budget is kept without ever giving one example two answers (Hypothesis
-replays examples, and calls an example that changes its answer flaky): every
-distinct scenario runs at most once and its answer is remembered. The clock
-only decides whether a *new* example runs. Before the budget ends, all do.
-After it, with nothing found, ``BudgetSpent`` stops Hypothesis outright (it is
-not an ``Exception``, so Hypothesis does not take it for a test outcome).
-With failures found, new examples keep running for the shrink budget, then
-are answered as passing, which lets Hypothesis finish at once with the
-smallest failures it has. So a run ends within budget + one crash cycle +
-shrink budget, plus one confirming rerun per distinct failure it saves.
+Exploration goes on after the first failure: it runs in rounds, each one
+Hypothesis run that counts the failures of earlier rounds as passes, so each
+round looks for a new failure and shrinks it on its own, until the budget ends.
+
+The budget is kept without ever giving one example two answers within a round
+(Hypothesis replays examples, and calls an example that changes its answer
+flaky): every distinct scenario runs at most once and its verdict is
+remembered. The clock only decides whether a *new* example runs. Before the
+budget ends, all do. After it, with nothing new found in the round,
+``BudgetSpent`` stops Hypothesis outright (it is not an ``Exception``, so
+Hypothesis does not take it for a test outcome). With a new failure found, new
+examples keep running for the shrink budget, then are answered as passing,
+which lets Hypothesis finish at once with the smallest failure it has. So a
+run ends within budget + one crash cycle + shrink budget, plus one confirming
+rerun per distinct failure it saves.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from chaos.mine.miner import Miner, kebab
 from chaos.scenario.files import load_scenario, write_scenario
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+from chaos.triage.failure import failure_of
 
 
 class BudgetSpent(BaseException):
@@ -47,16 +53,12 @@ class Finding(AssertionError):
     """A generated scenario failed; each failure key gets its own subclass."""
 
 
-def failure_key(verdict: Verdict) -> str:
-    """What makes two failures the same one: the first failing check."""
-    return verdict.failed[0].id
-
-
 @dataclass
 class Found:
     """One distinct failure: the smallest scenario seen failing that way, and its verdict."""
 
-    key: str
+    key: str  # the failure key (``chaos.triage``): each distinct failure is shrunk on its own
+    label: str
     scenario: Scenario
     verdict: Verdict
     seconds: float  # from the start of the exploration to the first cycle failing this way
@@ -77,12 +79,17 @@ class Exploration:
     seed: int | None = None
     max_examples: int = 200
     shrink_budget: float = 60.0
+    max_failures: int | None = None  # stop once this many distinct failures are found (and shrunk)
     cycles: int = 0
     found: dict[str, Found] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    rounds: int = 0
     _types: dict[str, type[Finding]] = field(default_factory=dict)
-    # repr(scenario) -> its answer: None (passed), or the failure key, its error and the verdict
-    _answers: dict[str, tuple[str, Finding, Verdict] | None] = field(default_factory=dict)
+    # repr(scenario) -> its verdict when it failed, None when it passed: every scenario runs once
+    _verdicts: dict[str, Verdict | None] = field(default_factory=dict)
+    _unrun: set[str] = field(default_factory=set)  # first met after the shrink deadline: passes, always
+    _known: set[str] = field(default_factory=set)  # failure keys of earlier rounds: passes in this round
+    _new: bool = False  # this round found a failure of its own
 
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -95,38 +102,37 @@ class Exploration:
     def _record(self, key: str, scenario: Scenario, verdict: Verdict) -> None:
         best = self.found.get(key)
         if best is None:
-            self.found[key] = Found(key, scenario, verdict, self._elapsed(), self.cycles)
+            label = failure.label if (failure := failure_of(verdict)) else key
+            self.found[key] = Found(key, label, scenario, verdict, self._elapsed(), self.cycles)
         elif size(scenario) <= size(best.scenario):
             best.scenario, best.verdict = scenario, verdict
 
     def _cycle(self, scenario: Scenario) -> None:
         known = repr(scenario)
-        if known in self._answers:  # Hypothesis replays examples: the same answer, always
-            answer = self._answers[known]
-            if answer is None:
+        if known in self._unrun:
+            return
+        if known not in self._verdicts:
+            elapsed = self._elapsed()
+            if elapsed > self.budget and not self._new:
+                raise BudgetSpent()
+            if elapsed > self.budget + self.shrink_budget:
+                self._unrun.add(known)  # shrinking has had its time: nothing new runs
                 return
-            key, error, verdict = answer
-            self._record(key, scenario, verdict)
-            raise error
-        elapsed = self._elapsed()
-        if elapsed > self.budget and not self.found:
-            raise BudgetSpent()
-        if elapsed > self.budget + self.shrink_budget:
-            self._answers[known] = None  # shrinking has had its time: nothing new runs
+            folder = self.results / "cases" / f"{self.cycles:05d}"
+            verdict = run_case(scenario, self.target, self.target_env, folder)
+            self.cycles += 1
+            if verdict.ok:
+                shutil.rmtree(folder, ignore_errors=True)
+            self._verdicts[known] = None if verdict.ok else verdict
+        failed = self._verdicts[known]
+        if failed is None:
             return
-        verdict = run_case(
-            scenario, self.target, self.target_env, self.results / "cases" / f"{self.cycles:05d}"
-        )
-        self.cycles += 1
-        if verdict.ok:
-            shutil.rmtree(verdict.folder, ignore_errors=True)
-            self._answers[known] = None
-            return
-        key = failure_key(verdict)
-        self._record(key, scenario, verdict)
-        error = self._error(key, verdict)
-        self._answers[known] = (key, error, verdict)
-        raise error
+        key = _key(failed)
+        if key in self._known:
+            return  # found in an earlier round: this round looks for others
+        self._new = True
+        self._record(key, scenario, failed)
+        raise self._error(key, failed)
 
     def retry_past_failures(self) -> None:
         """Rerun the scenarios earlier explorations wrote (``found-*.toml``) before generating anything.
@@ -143,15 +149,30 @@ class Exploration:
             if verdict.ok:
                 shutil.rmtree(verdict.folder, ignore_errors=True)
                 continue
-            key = failure_key(verdict)
+            key = _key(verdict)
             if key not in self.found:
-                self.found[key] = Found(key, scenario, verdict, self._elapsed(), self.cycles, saved=path)
+                label = failure.label if (failure := failure_of(verdict)) else key
+                self.found[key] = Found(
+                    key, label, scenario, verdict, self._elapsed(), self.cycles, saved=path
+                )
 
     def run(self, tools: list[str]) -> None:
+        """Explore in rounds until the budget ends: each round is one Hypothesis run that counts the
+        failures of earlier rounds as passes, so it looks for new ones and shrinks each on its own."""
         self.retry_past_failures()
+        while self._elapsed() < self.budget and self.cycles < self.max_examples:
+            if self.max_failures is not None and len(self.found) >= self.max_failures:
+                return
+            self._known, self._new = set(self.found), False
+            if not self._round(tools):
+                return
+            self.rounds += 1
+
+    def _round(self, tools: list[str]) -> bool:
+        """One Hypothesis run; False when the budget ended it."""
         test = given(scenarios(self.target, tools))(self._cycle)
         test = settings(
-            max_examples=self.max_examples,
+            max_examples=max(1, self.max_examples - self.cycles),
             deadline=None,
             database=DirectoryBasedExampleDatabase(str(self.results / "hypothesis")),
             suppress_health_check=list(HealthCheck),
@@ -159,22 +180,23 @@ class Exploration:
             phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
             print_blob=False,
         )(test)
-        if self.seed is not None:
-            test = hypothesis_seed(self.seed)(test)
+        if self.seed is not None:  # the first round is exactly --seed's; later ones derive from it
+            test = hypothesis_seed(self.seed if not self.rounds else self.seed * 1000 + self.rounds)(test)
         try:
             test()
         except BudgetSpent:
-            pass  # the budget ran out with nothing found
+            return False  # the budget ran out with nothing new found
         except Exception as err:  # our findings, alone or grouped; anything else is chaos's own fault
             if not _only_findings(err):
                 raise
+        return self._elapsed() < self.budget
 
     def save(self, miner: Miner) -> list[Found]:
         """Write each distinct failure's smallest scenario, rerun it into its own folder, mine its prefix."""
         for found in self.found.values():
             if found.saved is not None:
                 continue  # a past failure that still fails: it is written already
-            stem = "found-" + kebab(found.key)[:60]
+            stem = "found-" + kebab(f"{found.label.split(':')[0]}-{found.key}")[:60]
             path = self.results / f"{stem}.toml"
             scenario = replace(found.scenario, path=path, name=stem)
             write_scenario(scenario, path)
@@ -184,6 +206,12 @@ class Exploration:
             miner.mine(rerun)
             found.scenario, found.verdict, found.saved = scenario, rerun, path
         return list(self.found.values())
+
+
+def _key(verdict: Verdict) -> str:
+    failure = failure_of(verdict)
+    assert failure is not None
+    return failure.key
 
 
 def _only_findings(err: BaseException) -> bool:

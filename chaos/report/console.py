@@ -13,6 +13,7 @@ from chaos.cycle.cycle import Paused
 from chaos.report.show import render as render_timeline
 from chaos.report.show import timeline
 from chaos.report.text import printable
+from chaos.triage.failure import failure_of
 
 
 def render(verdict: Verdict) -> str:
@@ -43,8 +44,10 @@ def render(verdict: Verdict) -> str:
     for check in verdict.checks:
         lines.append(f"  {'✓' if check.ok else '✗'} {check.text()}")
     failed = verdict.failed
-    if failed:
+    failure = failure_of(verdict)
+    if failure is not None:
         lines.append(f"FINDING: {len(failed)} of {len(verdict.checks)} checks failed")
+        lines.append(f"  failure [{failure.key}]: {failure.label}")
         lines.append(f"  reproduce: {verdict.reproduce()}")
     else:
         lines.append(f"ok: {len(verdict.checks)} checks held")

@@ -20,16 +20,25 @@ from chaos.case.verdict import Verdict
 from chaos.check.checks import Check
 from chaos.report.show import diff, diff_row, render, timeline
 from chaos.report.text import printable
+from chaos.triage.groups import Group, fixed, group
 
 
-def summarize(entries: list[dict[str, Any]], skipped: list[str], seconds: float) -> dict[str, Any]:
+def summarize(
+    entries: list[dict[str, Any]], skipped: list[str], seconds: float, baseline: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Counts, kill precision, the distinct failures (known ones marked, given a baseline) and every verdict."""
     crashed = [e for e in entries if e.get("crash")]
     reached = [e for e in crashed if e["phases"] and _start(e).get("reached")]
     exact = [e for e in reached if _start(e).get("exact")]
     findings = [e for e in entries if not e["ok"]]
+    groups = group(entries, baseline)
     return {
         "cases": len(entries),
         "findings": len(findings),
+        "distinct": len(groups),
+        "new": sum(1 for g in groups if not g.known),
+        "groups": [g.to_json() for g in groups],
+        "fixed": [{"key": k, "label": v} for k, v in fixed(groups, baseline).items()],
         "skipped": skipped,
         "crashes": len(crashed),
         "reached": len(reached),
@@ -39,6 +48,7 @@ def summarize(entries: list[dict[str, Any]], skipped: list[str], seconds: float)
         "failures": [
             {
                 "case": e["case"],
+                "group": (e.get("failure") or {}).get("key"),
                 "failed": [c for c in e["checks"] if not c["ok"]],
                 "reproduce": e["reproduce"],
                 "folder": e["folder"],
@@ -73,13 +83,28 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
     path.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
 
 
-def failure_message(entry: dict[str, Any]) -> str:
+def failure_message(entry: dict[str, Any], groups: dict[str, Group]) -> str:
+    """A failing testcase's message: its distinct failure, that failure's smallest case, and its own check."""
     first = next(Check(**c) for c in entry["checks"] if not c["ok"])
-    return printable(f"{first.text()} | reproduce: {entry['reproduce']}")
+    found = groups.get((entry.get("failure") or {}).get("key", ""))
+    if found is None:
+        return printable(f"{first.text()} | reproduce: {entry['reproduce']}")
+    rep = found.representative
+    same = "this case" if rep["case"] == entry["case"] else rep["case"]
+    return printable(
+        f"[{found.key}] {found.label} | smallest case: {same} | reproduce: {rep['reproduce']} | here: {first.text()}"
+    )
 
 
-def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sweep") -> None:
-    """One testcase per scenario x boundary; a finding is a failure naming its check and reproduce command."""
+def write_junit(
+    path: Path,
+    entries: list[dict[str, Any]],
+    name: str = "chaos sweep",
+    baseline: dict[str, str] | None = None,
+) -> None:
+    """One testcase per scenario x boundary; a finding is a failure naming its distinct failure, that
+    failure's smallest case and reproduce command, and its own failing check."""
+    groups = {g.key: g for g in group(entries, baseline)}
     suite = ET.Element(
         "testsuite",
         name=name,
@@ -98,7 +123,9 @@ def write_junit(path: Path, entries: list[dict[str, Any]], name: str = "chaos sw
             time=f"{entry.get('seconds', 0.0):.3f}",
         )
         if not entry["ok"]:
-            failure = ET.SubElement(case, "failure", message=failure_message(entry), type="chaos.finding")
+            found = groups.get((entry.get("failure") or {}).get("key", ""))
+            kind = "chaos.known-failure" if found is not None and found.known else "chaos.finding"
+            failure = ET.SubElement(case, "failure", message=failure_message(entry, groups), type=kind)
             lines = [f"{'ok ' if c['ok'] else 'FAIL'} {Check(**c).text()}" for c in entry["checks"]]
             lines += [f"results: {entry['folder']}", f"reproduce: {entry['reproduce']}"]
             failure.text = "\n".join(printable(line) for line in lines) + "\n"
@@ -135,6 +162,8 @@ td.pass { background: #bfe5bf; } td.fail { background: #f4a3a3; font-weight: bol
 section.case { border-top: 1px solid #ddd; margin-top: 1.5em; }
 section.fail h2 { color: #b00; }
 pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: 12px; }
+section.group { border-left: 4px solid #b00; padding-left: .8em; margin: 1em 0; }
+section.group.known { border-color: #c90; } span.status { font-size: 12px; color: #666; }
 li.ok { color: #276627; } li.fail { color: #b00; font-weight: bold; }
 .kill { color: #b00; font-weight: bold; }
 """
@@ -185,9 +214,40 @@ def _column(entry: dict[str, Any]) -> str:
     return str(entry["case"]).split(" @ ", 1)[-1]
 
 
-def write_html(path: Path, entries: list[dict[str, Any]], title: str = "chaos sweep") -> None:
-    """A self-contained report: a scenario x boundary matrix coloured by verdict, then every case."""
+def _groups_html(groups: list[Group], index: dict[str, int]) -> str:
+    if not groups:
+        return ""
+    parts = [f"<h2>{len(groups)} distinct failure(s)</h2>"]
+    for number, found in enumerate(groups, 1):
+        rep = found.representative
+        status = "known" if found.known else "new"
+        parts += [
+            f'<section class="group {status}" id="group-{number}" data-key="{_html(found.key)}">',
+            f"<h3>{number}. [{_html(found.key)}] {_html(found.label)} <span class='status'>{status}</span></h3>",
+            f"<p>{len(found.members)} case(s); smallest: "
+            f'<a href="#case-{index[rep["case"]]}">{_html(rep["case"])}</a></p>',
+            f"<p>reproduce: <code>{_html(rep['reproduce'])}</code></p>",
+        ]
+        others = [f'<a href="#case-{index[m["case"]]}">{_html(m["case"])}</a>' for m in found.members[1:]]
+        if others:
+            parts.append(
+                f"<details><summary>same failure, {len(others)} more case(s)</summary>{'<br>'.join(others)}</details>"
+            )
+        parts.append("</section>")
+    return "\n".join(parts)
+
+
+def write_html(
+    path: Path,
+    entries: list[dict[str, Any]],
+    title: str = "chaos sweep",
+    baseline: dict[str, str] | None = None,
+) -> None:
+    """A self-contained report: the distinct failures, a scenario x boundary matrix coloured by verdict
+    (each failing cell numbered by its failure), then every case."""
     entries = sorted(entries, key=lambda e: (e["scenario"], e["case"]))
+    groups = group(entries, baseline)
+    numbers = {g.key: n for n, g in enumerate(groups, 1)}
     columns: list[str] = []
     for entry in entries:
         if _column(entry) not in columns:
@@ -208,16 +268,19 @@ def write_html(path: Path, entries: list[dict[str, Any]], title: str = "chaos sw
             verdict = "pass" if cell["ok"] else "fail"
             failed = [c["name"] for c in cell["checks"] if not c["ok"]]
             tip = _html(f"{cell['case']}: " + ("ok" if cell["ok"] else "; ".join(failed)))
-            mark = "✓" if cell["ok"] else "✗"
+            number = numbers.get((cell.get("failure") or {}).get("key", ""))
+            mark = "✓" if cell["ok"] else (str(number) if number else "✗")
+            data = f' data-group="{number}"' if number else ""
             cells.append(
-                f'<td class="cell {verdict}" title="{tip}"><a href="#case-{index[id(cell)]}">{mark}</a></td>'
+                f'<td class="cell {verdict}"{data} title="{tip}"><a href="#case-{index[id(cell)]}">{mark}</a></td>'
             )
         rows.append(f"<tr><th>{_html(scenario)}</th>{''.join(cells)}</tr>")
     body = "\n".join(_case_html(index[id(e)], e) for e in entries)
     path.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{_html(title)}</h1>"
-        f"<p class='summary'>{len(entries)} case(s), {findings} finding(s)</p>"
+        f"<p class='summary'>{len(entries)} case(s), {findings} finding(s), {len(groups)} distinct failure(s)</p>"
+        f"{_groups_html(groups, {e['case']: index[id(e)] for e in entries})}"
         f"<table class='matrix'><thead><tr><th>scenario</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"{body}</body></html>\n",
         encoding="utf-8",

@@ -32,6 +32,7 @@ from chaos.process.watch import durable_boundaries
 from chaos.report.outputs import case_view, read_journal, reported
 from chaos.scenario.model import Boundary, Crash, Scenario
 from chaos.scenario.target import Target
+from chaos.triage.failure import failure_of, size
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class Sweep:
             "next": [str(b) for b in children],
             "reported": case.in_shard(self.shard),  # clean runs run in every shard, count in one
             "view": case_view(verdict),
+            "failure": failure.to_json() if (failure := failure_of(verdict)) else None,
+            "size": size(verdict),
         }
         with self._lock:
             self.verdicts[case.id] = entry

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     try:
         if args.session:
             session = SessionFile.open(
-                workspace, args.session, repair_torn_tail=agent.bug != "no-torn-tail-repair"
+                workspace, args.session, repair_torn_tail="no-torn-tail-repair" not in agent.bugs
             )
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
             agent.recovering = True

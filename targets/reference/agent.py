@@ -6,8 +6,9 @@ the same loop started right after the prompt's transaction; a resume is the
 same loop started from whatever prefix a crash left. SIGINT turns into an
 ``abortRequested`` and the planner then drives the abort path.
 
-``TINY_REFERENCE_BUG`` turns on one deliberately broken behaviour (see the
-README) so chaos can prove it catches each class of recovery bug.
+``TINY_REFERENCE_BUG`` turns on deliberately broken behaviours (see the
+README; several at once as ``a,b,c``) so chaos can prove it catches each class
+of recovery bug, and tell several bugs apart in one run.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ EXIT = {"completed": 0, "failed": 4, "aborted": 5, "blocked": 3}
 class Agent:
     def __init__(self, workspace: Path, env: dict[str, str]) -> None:
         self.workspace = workspace
-        self.bug = env.get("TINY_REFERENCE_BUG", "")
-        if self.bug and self.bug not in BUGS:
-            raise ValueError(f"TINY_REFERENCE_BUG={self.bug!r} is not one of {', '.join(BUGS)}")
+        self.bugs = frozenset(b.strip() for b in env.get("TINY_REFERENCE_BUG", "").split(",") if b.strip())
+        unknown = sorted(self.bugs - set(BUGS))
+        if unknown:
+            raise ValueError(f"TINY_REFERENCE_BUG: {', '.join(unknown)} is not one of {', '.join(BUGS)}")
         self.base_url = env.get("TINY_BASE_URL", "")
         self.model = env.get("TINY_MODEL", "")
         self.api_key = env.get("TINY_API_KEY") or None
@@ -87,13 +89,13 @@ class Agent:
             finishing = plan["outcome"] if kind == "finish" and st.operation is not None else None
             try:
                 if kind == "blocked":
-                    if plan["reason"] == "attempts_exhausted" and self.bug == "unbounded-retry":
+                    if plan["reason"] == "attempts_exhausted" and "unbounded-retry" in self.bugs:
                         self._answer(session)  # bills a third request for one step
                         continue
                     return "blocked", plan["reason"]
                 if kind == "finish":
                     if st.operation is not None and not (
-                        self.recovering and self.bug == "skip-finish-on-resume"
+                        self.recovering and "skip-finish-on-resume" in self.bugs
                     ):
                         session.commit(*F.plan_facts(st, plan))
                     return plan["outcome"], None
@@ -123,7 +125,7 @@ class Agent:
         plan = plan_recovery(st, self.current())
         if (
             self.recovering
-            and self.bug == "stale-assistant-calls"
+            and "stale-assistant-calls" in self.bugs
             and plan["type"] == "finish"
             and st.operation
         ):
@@ -204,7 +206,7 @@ class Agent:
                 session.writer.new_id(),
                 self.environment_identity,
             )
-            if self.bug == "intent-after-effect":
+            if "intent-after-effect" in self.bugs:
                 output, ok = self._execute(name, plan["arguments"])
                 session.commit(intent)
                 session.commit(F.tool_result(assistant.started[index], output, ok))
@@ -215,7 +217,7 @@ class Agent:
 
     def _replays_never_tool(self, session: SessionFile, plan: dict[str, Any]) -> bool:
         """The replay-never-tools bug: run an interrupted ``never`` tool again instead of a synthetic result."""
-        if not (self.recovering and self.bug == "replay-never-tools"):
+        if not (self.recovering and "replay-never-tools" in self.bugs):
             return False
         st = session.state
         started = [r for r in plan["results"] if r["reason"] == "interrupted"]

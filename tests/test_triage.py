@@ -1,0 +1,137 @@
+"""Distinct failures: each bug reported once, with its smallest case, everywhere findings appear; and a
+baseline that tells a nightly's known failures from new ones."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from chaos.cli import main
+from tests.browser import dom as rendered
+from tests.conftest import REPO
+
+SCENARIOS = str(REPO / "scenarios")
+THREE = "replay-never-tools,intent-after-effect,skip-finish-on-resume"
+# The expected groups of a sweep of every shipped scenario with the three switches on, and the switch
+# behind each. intent-after-effect fails two distinct first checks, so it gives two groups: its effect
+# runs before its intent (intent-before-effect), and the hand-written plan of the scenarios crashed
+# while that effect runs no longer matches the prefix it leaves (prefix-plan).
+EXPECTED = {
+    "plan-followed: the oracle planned finish; the agent appended nothing": "skip-finish-on-resume",
+    "plan-followed: the oracle planned appendSynthetic interrupted (never tool pending); "
+    "the agent appended entry:tool success": "replay-never-tools",
+    "intent-before-effect: no effect ran before its toolStarted was durable": "intent-after-effect",
+    "prefix-plan: the oracle's plan for the crash prefix is the one the scenario expects": "intent-after-effect",
+}
+
+
+def _sweep(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["sweep", *argv, "--mine", "none"])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    folder = tmp_path_factory.mktemp("three")
+    argv = ["sweep", SCENARIOS, "-j", "2", "--mine", "none", "--results", str(folder / "r")]
+    argv += ["--junit", str(folder / "junit.xml"), "--target-env", f"TINY_REFERENCE_BUG={THREE}"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue(), folder
+
+
+def test_three_switches_give_the_expected_groups_everywhere(
+    three: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    code, out, folder = three
+    summary = json.loads((folder / "r" / "summary.json").read_text())
+    assert code == 1
+    assert {g["label"] for g in summary["groups"]} == set(EXPECTED)
+    assert sum(g["count"] for g in summary["groups"]) == summary["findings"]
+    assert f"4 distinct failure(s) in {summary['findings']} failing case(s) of {summary['cases']}" in out
+    for found in summary["groups"]:
+        assert f"[{found['key']}] {found['label']}" in out
+        assert found["representative"]["case"] == found["members"][0]
+    messages = [f.get("message", "") for f in ET.parse(folder / "junit.xml").getroot().iter("failure")]
+    assert len(messages) == summary["findings"]
+    assert all(
+        any(f"[{g['key']}]" in m for g in summary["groups"]) and "smallest case:" in m for m in messages
+    )
+    dom = rendered(folder / "r" / "report.html", tmp_path / "profile")
+    assert "4 distinct failure(s)</h2>" in dom
+    assert dom.count('class="group new"') == 4
+    for number, found in enumerate(summary["groups"], 1):
+        assert dom.count(f'data-group="{number}"') == found["count"], "each failing cell names its group"
+
+
+def test_each_representative_rerun_with_only_its_switch_fails_the_same_way(
+    three: tuple[int, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, folder = three
+    summary = json.loads((folder / "r" / "summary.json").read_text())
+    for n, found in enumerate(summary["groups"]):
+        argv = shlex.split(found["representative"]["reproduce"])[1:]
+        argv = [a.replace(THREE, EXPECTED[found["label"]]) for a in argv]
+        assert main([*argv, "--results", str(tmp_path / str(n))]) == 1
+        out = capsys.readouterr().out
+        assert f"failure [{found['key']}]" in out, (found["label"], out)
+
+
+def test_a_baseline_keeps_a_nightly_green_but_honest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(REPO / "scenarios" / "pending-deploy-interrupted.toml")
+    baseline = tmp_path / "baseline.json"
+    bug = ["--target-env", "TINY_REFERENCE_BUG=replay-never-tools"]
+    code, out = _sweep(
+        capsys, path, "-j", "2", "--results", str(tmp_path / "a"), *bug, "--write-baseline", str(baseline)
+    )
+    assert code == 1 and len(json.loads(baseline.read_text())["failures"]) == 1
+    code, out = _sweep(
+        capsys, path, "-j", "2", "--results", str(tmp_path / "b"), *bug, "--baseline", str(baseline)
+    )
+    assert code == 0, out
+    assert "known 1. [" in out
+    two = ["--target-env", "TINY_REFERENCE_BUG=replay-never-tools,skip-finish-on-resume"]
+    code, out = _sweep(
+        capsys, path, "-j", "2", "--results", str(tmp_path / "c"), *two, "--baseline", str(baseline)
+    )
+    assert code == 1, out
+    assert "(1 new)" in out and "✗ new" in out and "known" in out
+    code, out = _sweep(capsys, path, "-j", "2", "--results", str(tmp_path / "d"), "--baseline", str(baseline))
+    assert code == 0
+    assert "fixed: [" in out
+
+
+def test_merge_groups_shards_by_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(REPO / "scenarios" / "pending-deploy-interrupted.toml")
+    bug = ["--target-env", "TINY_REFERENCE_BUG=replay-never-tools"]
+    for k in (1, 2):
+        _sweep(capsys, path, "--shard", f"{k}/2", "-j", "2", "--results", str(tmp_path / f"s{k}"), *bug)
+    keys = [
+        {g["key"] for g in json.loads((tmp_path / f"s{k}" / "summary.json").read_text())["groups"]}
+        for k in (1, 2)
+    ]
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m")]) == 1
+    merged = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert {g["key"] for g in merged["groups"]} == keys[0] | keys[1]
+    assert sum(g["count"] for g in merged["groups"]) == merged["findings"]
+
+
+def test_explore_reports_two_distinct_separately_shrunk_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["explore", "--budget", "40", "--shrink-budget", "15", "--seed", "1", "--results", str(tmp_path)]
+    bug = "TINY_REFERENCE_BUG=stale-assistant-calls,skip-finish-on-resume"
+    assert main([*argv, "--target-env", bug]) == 1
+    out = capsys.readouterr().out
+    assert "2 distinct failure(s)" in out
+    found = sorted(tmp_path.glob("found-*.toml"))
+    assert [p.name.split("-f-")[0] for p in found] == ["found-final-reduces", "found-plan-followed"]
