@@ -114,11 +114,15 @@ def sweep(
     junit: Path | None = None,
     baseline: Path | None = None,
     write_baseline: Path | None = None,
+    power_loss: bool = False,
+    two_writers: bool = False,
 ) -> SweepResult:
     """Crash every scenario (files, folders, bundled names or Scenario objects) at every boundary.
 
     Writes ``summary.json``, ``sweep.jsonl``, ``report.html`` (and ``junit`` when given) under
-    ``results``; raises ``UsageError`` when no case could run at all. ``baseline``: failures
+    ``results``; raises ``UsageError`` when no case could run at all. ``power_loss``: every crash
+    case is a power loss (the log cut back to what the agent synced); ``two_writers``: every durable
+    crash case pauses the writer (SIGSTOP) while a second process resumes. ``baseline``: failures
     listed there (by key) are known and do not make the sweep fail; ``write_baseline``: write this
     sweep's failures as a baseline.
     """
@@ -135,6 +139,7 @@ def sweep(
         raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
     targets = {id(s): target_of(target, s) for s in loaded}
     run = Sweep(results, dict(target_env or {}), jobs, depth, budget, shard, keep_all, resume, timeout)
+    run.power_loss, run.two_writers = power_loss, two_writers
     run.hooks = tuple(OtherOracle(command) for command in oracles)
     miner = Miner(mine) if mine is not None else None
     if miner is not None:

@@ -158,6 +158,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.nth is not None and crash is not None:
         crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
     then = Crash(args.then_kill_at) if args.then_kill_at else scenario.then_crash
+    if args.power_loss:
+        crash = replace(crash, power_loss=True, signal="SIGKILL") if crash else None
+        then = replace(then, power_loss=True, signal="SIGKILL") if then else None
     scenario = scenario.with_crash(crash, then)
     _notice_polling()
     verdict = api.run(
@@ -237,6 +240,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         mine=None if args.mine == "none" else Path(args.mine),
         oracles=args.oracle,
         junit=Path(args.junit) if args.junit else None,
+        power_loss=args.power_loss,
+        two_writers=args.two_writers,
         baseline=Path(args.baseline) if args.baseline else None,
         write_baseline=Path(args.write_baseline) if args.write_baseline else None,
     )
@@ -423,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=seconds, help="seconds per phase (default: the scenario's, 60)")
     p.add_argument("--pause", action="store_true", help="freeze the agent at the boundary and ask what to do")
+    p.add_argument(
+        "--power-loss", action="store_true", help="crash by power loss: only synced log bytes stay"
+    )
     p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
     _target_env(p)
     p.set_defaults(func=cmd_run)
@@ -445,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
     p.add_argument("--timeout", type=seconds, help="seconds per phase")
+    p.add_argument(
+        "--power-loss", action="store_true", help="every crash a power loss: only synced bytes stay"
+    )
+    p.add_argument(
+        "--two-writers", action="store_true", help="pause each writer at its boundary while another resumes"
+    )
     p.add_argument("--results", metavar="DIR", help="default: results/sweep")
     p.add_argument(
         "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"

@@ -103,6 +103,10 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "idle-terminal": lambda t: _run("open-attempt-retry", "skip-finish-on-resume"),
     "plan-followed": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
     "intent-before-effect": lambda t: _run("deploy-intent-durable", "intent-after-effect"),
+    "intent-synced": lambda t: _run("power-loss-after-deploy", "no-fsync"),
+    "requests-attempted": lambda t: _run("live-429-failed", "client-retries"),
+    "usage-billed": lambda t: _run("full-workflow", "double-usage", crash="stepAttempt#2"),
+    "one-writer": lambda t: _run("two-writers", "no-session-lock"),
     "never-once": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
     "effect-count": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
     "third-attempt": lambda t: _run(

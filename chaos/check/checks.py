@@ -20,7 +20,7 @@ from chaos.contract.describe import detail, plan_text
 from chaos.contract.framing import committed_facts, committed_length
 from chaos.contract.kinds import kind_of
 from chaos.cycle.evidence import Evidence
-from chaos.process.phase import Phase
+from chaos.process.phase import Phase, PhaseKind
 
 # id -> what the check guarantees. The order is the order checks are reported in, causes before
 # symptoms (the log's structure, then what recovery did first, then how it ended, then effects and
@@ -38,13 +38,17 @@ CATALOG = {
     "blocked-reason": "a blocked recovery is blocked for the expected reason",
     "idle-terminal": "the final state is idle, with one operationFinished per operation",
     "intent-before-effect": "no effect ran before its toolStarted was durable",
+    "intent-synced": "no effect ran before its toolStarted was synced to disk (where the tracer saw the syncs)",
     "never-once": "a never-replay effect ran at most once per tool call",
     "effect-count": "each effect ran as often as the scenario says",
     "third-attempt": "no step got a third model request",
+    "requests-attempted": "every model request belongs to a stepAttempt durable when it arrived, one request each",
+    "usage-billed": "the usage recorded for each attempt is none, or exactly what the provider billed for it",
     "again-appends-nothing": "resuming the finished session once more appends nothing",
     "timeout": "every phase ended before its timeout",
     "processes": "no process outlived the run",
     "sandbox": "nothing was written beside the workspace, outside the sandbox's own files",
+    "one-writer": "with a writer paused and another resuming its session, only one of them wrote",
     "oracle-agrees": "another implementation's reducer (--oracle) agrees on every crash prefix and final log",
 }
 ORDER = {check_id: n for n, check_id in enumerate(CATALOG)}
@@ -79,6 +83,11 @@ def reduced(data: bytes) -> Reducer:
 def facts(data: bytes) -> list[dict[str, Any]]:
     """The facts of the lines the reducer accepts (a corrupt line and all after it are left out)."""
     return committed_facts(data, reduced(data).line)
+
+
+def reduces(data: bytes) -> bool:
+    """The log reduces (an empty log does not: it has no header)."""
+    return bool(reduced(data).result()["ok"])
 
 
 def error_text(data: bytes) -> str:
@@ -118,7 +127,7 @@ def check_crash(ev: Evidence) -> list[Check]:
         Check(
             "prefix-reduces",
             "crash prefix reduces",
-            reduced(ev.prefix).error is None,
+            reduces(ev.prefix),
             "ok",
             error_text(ev.prefix),
         )
@@ -148,7 +157,7 @@ def derived_outcome(ev: Evidence, ending: Phase) -> tuple[str | None, str | None
     when the oracle cannot read the logs.
     """
     before = ending.log_before[: committed_length(ending.log_before)]
-    if ending is not ev.start:
+    if ending is not ev.start and ending.kind is not PhaseKind.CONTINUED:  # a resume plans under the gates
         planned = plan(before, ev.current)
         if planned is None:
             return None, None
@@ -196,9 +205,7 @@ def check_recovery(ev: Evidence) -> list[Check]:
                 f"{got} (the final log's plan)",
             )
         )
-    checks.append(
-        Check("final-reduces", "final log reduces", reduced(final).error is None, "ok", error_text(final))
-    )
+    checks.append(Check("final-reduces", "final log reduces", reduces(final), "ok", error_text(final)))
     rewrites = [phase.name for phase, before, after in ev.transitions() if not after.startswith(before)]
     checks.append(
         Check(
@@ -211,7 +218,7 @@ def check_recovery(ev: Evidence) -> list[Check]:
     )
     for phase, before, after in ev.transitions():
         planned = plan(before, ev.current) or {}
-        if planned.get("type") == "blocked":
+        if planned.get("type") == "blocked" and phase.kind is not PhaseKind.CONTINUED:
             checks.append(
                 Check(
                     "blocked-stops",
@@ -274,6 +281,10 @@ def check_plans_followed(ev: Evidence) -> list[Check]:
     """Each resume's first appended facts carry out the oracle's plan for the log it started from."""
     checks = []
     for phase, before, after in ev.transitions():
+        if phase.kind is PhaseKind.CONTINUED:
+            continue  # the paused writer goes on with its own work: no plan of the oracle's
+        if ev.continued is not None and phase is ev.recoveries[0] and len(after) == len(before):
+            continue  # a second writer that refused the session while the paused one held it
         reducer = reduced(before)
         planned = plan(before, ev.current)
         if planned is None or reducer.state is None:
@@ -309,6 +320,29 @@ def _idle_and_terminal(final: bytes) -> Check:
     )
 
 
+def _synced_intents(ev: Evidence) -> list[str] | None:
+    """Effects whose intent was written but not synced when they started, in the phases whose syncs the
+    tracer saw (None: no phase was watched that closely, and nothing can be said)."""
+    watched = [p for p in ev.phases if p.synced_at_ledger is not None]
+    if not watched:
+        return None
+    unsynced = []
+    for phase in watched:
+        written = phase.log_written if phase.log_written is not None else phase.log_after
+        lines = ev.ledger[phase.ledger_before : phase.ledger_before + len(phase.synced_at_ledger or [])]
+        for entry, durable in zip(lines, phase.synced_at_ledger or [], strict=False):
+            if entry["phase"] != "start" or not entry.get("pending"):
+                continue
+            state = reduced(written[:durable]).state
+            op = state.operation if state is not None else None
+            synced = (
+                {c.tool_started_id for c in op.tool_calls.values() if c.status == "pending"} if op else set()
+            )
+            if entry["pending"][-1] not in synced:
+                unsynced.append(f"{entry['effect']} in {phase.name}: its toolStarted was written, not synced")
+    return unsynced
+
+
 def check_effects(ev: Evidence) -> list[Check]:
     last = ev.resumes[-1].log_after if ev.resumes else ev.prefix
     started = {
@@ -340,6 +374,17 @@ def check_effects(ev: Evidence) -> list[Check]:
             "; ".join(twice) or "ok",
         ),
     ]
+    synced = _synced_intents(ev)
+    if synced is not None:
+        checks.append(
+            Check(
+                "intent-synced",
+                "no effect ran before its toolStarted was synced to disk",
+                not synced,
+                "each effect's intent fsynced first (a power cut keeps only that)",
+                "; ".join(synced) or "ok",
+            )
+        )
     counts = Counter(e["effect"] for e in runs)
     for name, count in ev.scenario.expect.effects.items():
         checks.append(
@@ -359,6 +404,69 @@ def check_effects(ev: Evidence) -> list[Check]:
             most <= 2,
             "at most 2 requests per step",
             f"{most}",
+        )
+    )
+    return checks
+
+
+def _usage_of(counters: dict[str, int]) -> tuple[int, int, int, int]:
+    return (counters["input"], counters["output"], counters["cacheRead"], counters["cacheWrite"])
+
+
+def check_requests(ev: Evidence) -> list[Check]:
+    """What the provider saw against what the log made durable: requests against attempts, usage against
+    bills. An agent that sends before it records turns a crash into a billed request nobody can see; a
+    client that quietly retries a 429 bills twice while the log shows one attempt; a log that records a
+    response's usage twice, or on the wrong attempt, misreports what was spent."""
+    orphans = [str(n) for n, r in enumerate(ev.requests, 1) if r.get("attempt") is None]
+    per_attempt = Counter(r["attempt"] for r in ev.requests if r.get("attempt"))
+    twice = [f"{a[:13]}... got {n}" for a, n in per_attempt.items() if n > 1]
+    got = []
+    if orphans:
+        got.append(f"request(s) {', '.join(orphans)} arrived with no durable stepAttempt open")
+    if twice:
+        got.append("; ".join(twice))
+    checks = [
+        Check(
+            "requests-attempted",
+            "every model request had a durable stepAttempt of its own",
+            not got,
+            "one request per durable attempt",
+            "; ".join(got) or "ok",
+        )
+    ]
+    last = ev.resumes[-1].log_after if ev.resumes else ev.prefix
+    zero = (0, 0, 0, 0)
+    billed: dict[str, tuple[int, ...]] = {}
+    for r in ev.requests:
+        if r.get("status") == 200 and r.get("billed"):
+            owner = r.get("attempt") or f"request {r['received']}"
+            billed[owner] = tuple(
+                a + b for a, b in zip(billed.get(owner, zero), _usage_of(r["billed"]), strict=True)
+            )
+    logged: dict[str, tuple[int, ...]] = {}
+    for fact in facts(last):
+        if fact["kind"] == "usage" and "attemptId" in fact:
+            owner = fact["attemptId"]
+            logged[owner] = tuple(
+                a + b for a, b in zip(logged.get(owner, zero), _usage_of(fact["usage"]), strict=True)
+            )
+    wrong = [
+        f"attempt {a[:13]}... recorded {list(u)}, billed {list(billed[a]) if a in billed else 'nothing'}"
+        for a, u in logged.items()
+        if u != zero and u != billed.get(a)
+    ]
+    total_logged = tuple(map(sum, zip(zero, *logged.values(), strict=True)))
+    total_billed = tuple(map(sum, zip(zero, *billed.values(), strict=True)))
+    if any(a > b for a, b in zip(total_logged, total_billed, strict=True)):
+        wrong.append(f"in all recorded {list(total_logged)}, billed {list(total_billed)}")
+    checks.append(
+        Check(
+            "usage-billed",
+            "recorded usage matches what the provider billed, attempt by attempt",
+            not wrong,
+            "per attempt: none, or exactly what was billed",
+            "; ".join(wrong) or "ok",
         )
     )
     return checks
@@ -405,10 +513,33 @@ def check_processes(ev: Evidence) -> list[Check]:
     return checks
 
 
+def check_writers(ev: Evidence) -> list[Check]:
+    """Jepsen's pause nemesis: the contract allows one writer, so either the second refused the session
+    while the paused one held it, or the paused one never wrote again once let go."""
+    continued = ev.continued
+    if continued is None:
+        return []
+    second = ev.recoveries[0] if ev.recoveries else None
+    wrote = [
+        f"{p.name} appended {len(p.log_after) - p.committed_before} bytes"
+        for p in (second, continued)
+        if p is not None and len(p.log_after) > p.committed_before
+    ]
+    return [
+        Check(
+            "one-writer",
+            "only one writer wrote the session",
+            len(wrote) < 2,
+            "one of the two writers",
+            "; ".join(wrote) or "neither",
+        )
+    ]
+
+
 def check_all(ev: Evidence) -> list[Check]:
     """Every check of the cycle, in catalog order."""
     checks = check_crash(ev)
     if ev.resumes:
         checks += check_recovery(ev) + check_plans_followed(ev)
-    checks += check_effects(ev) + check_processes(ev)
+    checks += check_effects(ev) + check_requests(ev) + check_processes(ev) + check_writers(ev)
     return sorted(checks, key=lambda c: ORDER[c.id])

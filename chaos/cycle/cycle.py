@@ -20,7 +20,7 @@ from chaos.contract.framing import FramingError, parse_json
 from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
-from chaos.process.phase import Phase, PhaseKind, run_phase
+from chaos.process.phase import Phase, PhaseKind, continue_phase, run_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.world.ledger import read_ledger
@@ -90,7 +90,8 @@ def _phase(
     pause: Pause | None = None,
 ) -> Phase:
     run_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None)
-    if not phase.log_after and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
+    no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
+    if no_file and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
         raise _no_log(world, phase)
     return phase
 
@@ -100,6 +101,7 @@ def _recover(
 ) -> None:
     """Resume until a resume ends by itself (crashing the first at ``then_crash``), then once again."""
     config = world.scenario.start.then(world.scenario.change)
+    paused = phases[-1] if phases[-1].frozen is not None else None  # a second writer resumes meanwhile
     sid = session_id(phases[-1].log_after)
     if sid is None:
         return  # the header cannot be read: nothing can be resumed (the prefix check says why)
@@ -113,6 +115,8 @@ def _recover(
         if not (crash and phase.reached):
             break
         crash, index = None, index + 1
+    if paused is not None:
+        phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
     phases.append(_phase(world, Phase(PhaseKind.AGAIN, argv), config, limit, out, keep))
 
 
@@ -144,7 +148,7 @@ def run_cycle(
         resume_config = scenario.start.then(scenario.change)
         with timed(timings, "configuration"):
             current = current_of(world, resume_config, start.log_after) if start.log_after else None
-        if start.log_after and not start.timed_out:
+        if not start.timed_out:
             _recover(world, scenario.then_crash, limit, out, keep, phases)
         judged = scenario.with_crash(None) if start.continued else scenario  # let go on: no crash to judge
         return Evidence(
@@ -159,5 +163,8 @@ def run_cycle(
             timings,
         )
     finally:
+        for phase in phases:  # a paused writer never outlives the cycle, whatever ended it
+            if phase.frozen is not None:
+                phase.kill, phase.frozen = phase.frozen.reap(), None
         with timed(timings, "teardown"):
             world.close()

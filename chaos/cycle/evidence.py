@@ -63,9 +63,15 @@ class Evidence:
         return next(iter(self._of(PhaseKind.AGAIN)), None)
 
     @property
+    def continued(self) -> Phase | None:
+        """A writer paused at its boundary and let go on after a second one resumed its session."""
+        return next(iter(self._of(PhaseKind.CONTINUED)), None)
+
+    @property
     def resumes(self) -> list[Phase]:
-        """Every resume, the idempotence rerun last."""
-        return [*self.recoveries, *self._of(PhaseKind.AGAIN)]
+        """Every phase after the start, in order: the resumes, a paused writer let go on, the rerun."""
+        later = (PhaseKind.RESUME, PhaseKind.CONTINUED, PhaseKind.AGAIN)
+        return [p for p in self.phases if p.kind in later]
 
     @property
     def prefix(self) -> bytes:
@@ -74,7 +80,7 @@ class Evidence:
     @property
     def final(self) -> bytes:
         """The log after the last recovery (the crash prefix when nothing recovered)."""
-        recoveries = self.recoveries
+        recoveries = [p for p in self.resumes if p.kind is not PhaseKind.AGAIN]
         return recoveries[-1].log_after if recoveries else self.prefix
 
     @property
@@ -83,7 +89,13 @@ class Evidence:
         return self.start.killed
 
     def ending(self) -> Phase:
-        """The process that ended the operation: the last recovery after a crash, else the start."""
+        """The process that ended the operation: the last recovery after a crash, else the start; with two
+        writers, the paused one when it went on writing, else the second."""
+        continued = self.continued
+        if continued is not None:
+            second = self.recoveries[0] if self.recoveries else None
+            wrote = second is not None and len(second.log_after) > second.committed_before
+            return self.recoveries[-1] if wrote else continued
         recoveries = self.recoveries
         return recoveries[-1] if self.crashed and recoveries else self.start
 

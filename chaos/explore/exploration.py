@@ -39,6 +39,7 @@ from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.explore.strategies import scenarios, size
 from chaos.mine.miner import Miner, kebab
+from chaos.process import trace
 from chaos.scenario.files import load_scenario, write_scenario
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
@@ -170,7 +171,7 @@ class Exploration:
 
     def _round(self, tools: list[str]) -> bool:
         """One Hypothesis run; False when the budget ended it."""
-        test = given(scenarios(self.target, tools))(self._cycle)
+        test = given(scenarios(self.target, tools, trace.unavailable() is None))(self._cycle)
         test = settings(
             max_examples=max(1, self.max_examples - self.cycles),
             deadline=None,

@@ -70,12 +70,22 @@ def _boundary() -> st.SearchStrategy[Boundary]:
     )
 
 
-def _crash() -> st.SearchStrategy[Crash]:
+def _make_crash(boundary: Boundary, signal: str, torn: bool, power_loss: bool) -> Crash:
+    if signal == "SIGSTOP" and boundary.in_flight:
+        signal = "SIGKILL"  # a paused writer is frozen at a durable boundary
+    kill = signal == "SIGKILL"
+    return Crash(boundary, signal, torn and kill and not boundary.in_flight, power_loss and kill)
+
+
+def _crash(power_loss: bool) -> st.SearchStrategy[Crash]:
+    """A crash: mostly SIGKILL, sometimes an abort (SIGINT), a paused writer with a second one resuming
+    (SIGSTOP), a torn tail, or (where the tracer sees the syncs) a power loss."""
     return st.builds(
-        lambda b, signal, torn: Crash(b, signal, torn and signal == "SIGKILL" and not b.in_flight),
+        _make_crash,
         _boundary(),
-        st.sampled_from(["SIGKILL"] * 5 + ["SIGINT"]),
+        st.sampled_from(["SIGKILL"] * 6 + ["SIGINT", "SIGSTOP"]),
         st.booleans(),
+        st.booleans() if power_loss else st.just(False),
     )
 
 
@@ -85,6 +95,11 @@ CHANGES = [
     Configuration(environment_identity="another-machine"),
     Configuration(tools={"read": {"replay": "never"}}),
     Configuration(tools={"read": {"description": "Read a file (new wording)."}}),
+    # the recorded tools' replay declarations, replay keys and definitions (section 7's gates)
+    Configuration(tools={"bash": {"replay": "safe", "replayKey": "builtin:bash:safe:v1"}}),
+    Configuration(tools={"read": {"replayKey": "builtin:read:v2"}}),
+    Configuration(tools={"bash": {"description": "Run a command (new wording)."}}),
+    Configuration(tools={"write": {"replay": "safe"}}),
 ]
 
 
@@ -98,13 +113,13 @@ def _then(crash: Crash) -> st.SearchStrategy[Crash | None]:
     )
 
 
-def scenarios(target: Target, tools: list[str]) -> st.SearchStrategy[Scenario]:
+def scenarios(target: Target, tools: list[str], power_loss: bool = False) -> st.SearchStrategy[Scenario]:
     """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes, a change."""
 
     @st.composite
     def build(draw: st.DrawFn) -> Scenario:
         turns = draw(st.lists(_turn(tools), min_size=1, max_size=3))
-        crash = draw(_crash())
+        crash = draw(_crash(power_loss))
         return Scenario(
             path=Path("generated.toml"),
             name="generated",

@@ -9,6 +9,7 @@ gates are released or anything else may touch it, and handed to ``keep``
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.contract.framing import committed_length
-from chaos.errors import ChaosFault, Interrupted
+from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.process import trace
+from chaos.process.durability import Durability
 from chaos.process.reap import KillReport
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.traced import TracedProcess
@@ -34,6 +37,7 @@ class PhaseKind(Enum):
     SETUP = "setup"  # a compaction scenario's clean run before the crashed compaction
     START = "start"  # the run that is crashed
     RESUME = "resume"  # a recovery (numbered: a recovery may itself be crashed)
+    CONTINUED = "start-continued"  # a writer paused at its boundary (SIGSTOP), let go on after a resume
     AGAIN = "resume-again"  # the finished session resumed once more: must append nothing
 
 
@@ -62,6 +66,14 @@ class Phase:
     requests: tuple[int, int] = (0, 0)  # the model server's requests [from, to) received during the phase
     effects: list[str] = field(default_factory=list)  # effects the ledger saw start during the phase
     strays: list[str] = field(default_factory=list)  # written beside the workspace during the phase
+    # Durability, where the tracer saw the syncs (None where it did not): the log's durable length when
+    # the phase ended (or was cut), the log as written before a power-loss cut, and the durable length
+    # at each write to the effect ledger during the phase (the ledger's lines from ``ledger_before`` on).
+    durable: int | None = None
+    log_written: bytes | None = None
+    synced_at_ledger: list[int] | None = None
+    ledger_before: int = 0
+    frozen: TracedProcess | None = field(default=None, repr=False)  # paused (SIGSTOP), not yet let go on
 
     @property
     def name(self) -> str:
@@ -95,11 +107,69 @@ class Phase:
             "requests": self.requests[1] - self.requests[0],
             "effects": self.effects,
             "strays": self.strays,
+            "durable": self.durable,
+            "written": None if self.log_written is None else len(self.log_written),
         }
 
 
 def _effect_starts(world: World) -> list[str]:
     return [e["effect"] for e in read_ledger(world.box.ledger) if e["phase"] == "start"]
+
+
+def _settle(
+    world: World,
+    phase: Phase,
+    proc: TracedProcess,
+    started: float,
+    ended: bool,
+    before: tuple[int, int, set[str]],
+) -> None:
+    """What the phase's process did, once it is gone (or handed on, paused)."""
+    first_request, effects_before, strays_before = before
+    if proc.fault is not None:
+        raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
+    phase.seconds = time.monotonic() - started
+    phase.timed_out = not ended
+    phase.requests = (first_request, len(world.server.requests))
+    phase.effects = _effect_starts(world)[effects_before:]
+    phase.strays = sorted(set(world.box.strays()) - strays_before)
+    phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
+    phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
+
+
+def continue_phase(
+    world: World, phase: Phase, paused: Phase, timeout: float, keep: Callable[[Phase], None] | None = None
+) -> Phase:
+    """Let the paused writer of ``paused`` go on (SIGCONT) after another process resumed its session,
+    and wait for it to end, as ``run_phase`` waits for a process of its own."""
+    proc = paused.frozen
+    assert proc is not None
+    paused.frozen = None
+    phase.log_before = world.log()
+    phase.ledger_before = len(read_ledger(world.box.ledger))
+    before = (len(world.server.requests), len(_effect_starts(world)), set(world.box.strays()))
+    started, exited = time.monotonic(), False
+    try:
+        proc.signal_group(signal.SIGCONT)
+        while not exited and time.monotonic() < started + timeout:
+            if ABORT.is_set():
+                raise Interrupted(f"interrupted during {phase.name}")
+            exited = proc.wait(0.05)
+    finally:
+        phase.kill = proc.reap()
+        phase.log_after = world.log()
+        if keep is not None:
+            keep(phase)
+    _settle(world, phase, proc, started, exited, before)
+    return phase
+
+
+def _cut(world: World, durable: int) -> bytes:
+    """Truncate the log to its durable length; return what had been written."""
+    path, written = world.log_path(), world.log()
+    if path is not None and durable < len(written):
+        os.truncate(path, durable)
+    return written
 
 
 def run_phase(
@@ -114,19 +184,31 @@ def run_phase(
     """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left."""
     crash = phase.crash
     phase.log_before = world.log()
+    phase.ledger_before = len(read_ledger(world.box.ledger))
+    power_loss = crash is not None and crash.power_loss
+    if power_loss and trace.unavailable() is not None:
+        raise UsageError(
+            f"a power-loss crash needs to see the agent's sync calls, and exact kills are unavailable here "
+            f"({trace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
+        )
     first_request, effects_before = len(world.server.requests), len(_effect_starts(world))
     strays_before = set(world.box.strays())
     trigger = Trigger.arm(world, crash) if crash else None
     tear = (lambda: str(world.log_path())) if crash and crash.torn else None
-    stopper = Stopper(trigger, crash, tear, pause)
+    traps = (trigger is not None and trigger.durable) or power_loss
+    durability = None
+    if traps and trace.unavailable() is None:
+        start = committed_length(phase.log_before)
+        durability = Durability(lambda: str(world.log_path() or ""), str(world.box.ledger), start)
+    stopper = Stopper(trigger, crash, tear, pause, durability)
     env = world.env(config, trigger.gates() if trigger else [])
     started = time.monotonic()
-    durable = trigger is not None and trigger.durable
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
-    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=durable)
-    deadline, exited = started + timeout, False
+    pausing = crash is not None and crash.signal == "SIGSTOP"  # ptrace cannot keep it stopped for another
+    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, ptrace=not pausing)
+    deadline, exited, handed_on = started + timeout, False, False
     try:
-        while not exited and time.monotonic() < deadline:
+        while not exited and time.monotonic() < deadline and not (pausing and stopper.stopped):
             if ABORT.is_set():
                 raise Interrupted(f"interrupted during {phase.name}")
             asking = time.monotonic()
@@ -136,22 +218,24 @@ def run_phase(
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
         if stopper.choice == "quit":
             raise Interrupted(f"quit at the pause in {phase.name}")
+        handed_on = pausing and stopper.stopped and not exited
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         stopper.release()
-        phase.kill = proc.reap()
+        if handed_on:
+            phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
+        else:
+            phase.kill = proc.reap()
+        if durability is not None and power_loss and stopper.stopped:
+            phase.log_written = _cut(world, durability.durable)  # the power cut: only synced bytes stay
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
-    if proc.fault is not None:
-        raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
-    phase.seconds = time.monotonic() - started
-    phase.timed_out = not exited
-    phase.requests = (first_request, len(world.server.requests))
-    phase.effects = _effect_starts(world)[effects_before:]
-    phase.strays = sorted(set(world.box.strays()) - strays_before)
-    phase.returncode = None if phase.timed_out else proc.returncode
+    _settle(world, phase, proc, started, exited or handed_on, (first_request, effects_before, strays_before))
+    if durability is not None:
+        phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
     phase.killed = stopper.stopped and stopper.signum == signal.SIGKILL  # SIGINT: an abort it handles
-    phase.outcome = None if phase.killed or phase.timed_out else world.target.outcome_of(phase.returncode)
+    if phase.killed or handed_on:
+        phase.outcome = None
     if trigger is not None:
         phase.continued = stopper.continued
         phase.reached = stopper.stopped or phase.continued

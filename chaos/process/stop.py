@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.process import trace
+from chaos.process.durability import Durability
 from chaos.process.traced import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Crash
@@ -104,9 +105,10 @@ class Stopper:
         crash: Crash | None,
         tear_log: Callable[[], str] | None,
         pause: Decide | None,
+        durability: Durability | None = None,
     ) -> None:
-        self.trigger, self.pause = trigger, pause
-        self.signum = signal.SIGINT if crash is not None and crash.signal == "SIGINT" else signal.SIGKILL
+        self.trigger, self.pause, self.durability = trigger, pause, durability
+        self.signum = signal.Signals[crash.signal] if crash is not None else signal.SIGKILL
         self.tear_log = tear_log  # the log's path, when the crash tears its next write
         self.proc: TracedProcess | None = None
         self.stopped = False  # the stop was carried out
@@ -127,6 +129,12 @@ class Stopper:
 
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
+        asked = self.durability.observe(pid, tag) if self.durability is not None else False
+        if tag == trace.SYNC_ENTRY:
+            return asked  # a sync is judged when it returns, once the bytes are durable
+        return self._judge(pid, tag) or asked
+
+    def _judge(self, pid: int, tag: int) -> bool:
         if self.stopped or self.continued or self.trigger is None or not self.trigger.durable:
             return False
         if self._tearing:
@@ -198,6 +206,8 @@ class Stopper:
             self.stopped = True
             if self.signum == signal.SIGKILL:
                 self.proc.kill()
+            elif self.signum == signal.SIGSTOP:
+                self.proc.signal_group(signal.SIGSTOP)  # the whole tree frozen, as a paused machine
             else:
                 self.proc.signal(self.signum)
 

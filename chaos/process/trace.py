@@ -35,7 +35,10 @@ OPTIONS = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x80 | 0x100000  # SYSGOOD FORK VFORK C
 EVENT_FORK, EVENT_VFORK, EVENT_CLONE, EVENT_SECCOMP = 1, 2, 3, 7
 WALL, WNOTHREAD = 0x40000000, 0x20000000
 # Seccomp return data, telling which kind of call trapped; AFTER marks a syscall-exit stop we asked for.
-WRITE, SYNC, EXIT, WRITEV, AFTER = 1, 2, 3, 4, 5
+# SYNC: fsync/fdatasync of one file; RANGE: sync_file_range; ALL: sync/syncfs. Each is judged when it
+# returns (SYNC_ENTRY is its entry, where its arguments can still be read on every architecture).
+WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY = 1, 2, 3, 4, 5, 6, 7, 8
+SYNCS = (SYNC, RANGE, ALL)
 PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 
 # (audit arch, {syscall number: tag}) for the architectures chaos knows; ARGS: register slots of the
@@ -43,15 +46,18 @@ PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 SYSCALLS = {
     "x86_64": (
         0xC000003E,
-        {1: WRITE, 18: WRITE, 20: WRITEV, 296: WRITEV, 328: WRITEV, 74: SYNC, 75: SYNC, 277: SYNC, 231: EXIT},
+        {1: WRITE, 18: WRITE, 20: WRITEV, 296: WRITEV, 328: WRITEV, 74: SYNC, 75: SYNC, 277: RANGE}
+        | {162: ALL, 306: ALL, 231: EXIT},
     ),
     "aarch64": (
         0xC00000B7,
-        {64: WRITE, 66: WRITEV, 68: WRITE, 70: WRITEV, 287: WRITEV, 82: SYNC, 83: SYNC, 84: SYNC, 94: EXIT},
+        {64: WRITE, 66: WRITEV, 68: WRITE, 70: WRITEV, 287: WRITEV, 82: SYNC, 83: SYNC, 84: RANGE}
+        | {81: ALL, 267: ALL, 94: EXIT},
     ),
 }
 
 ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
+RESULT = {"x86_64": 10, "aarch64": 0}  # the register slot of a system call's return value, at its exit
 
 
 def _filter_program(arch: int, calls: dict[int, int]) -> bytes:
@@ -207,12 +213,15 @@ def trace(
             on_trap(pid, 0)
         elif sig == signal.SIGTRAP and event == EVENT_SECCOMP:
             tag = tracer.event_message(pid)
-            if tag == SYNC or on_trap(pid, tag):
+            if tag in SYNCS:
+                on_trap(pid, SYNC_ENTRY)
                 exits[pid] = tag  # a sync is judged when it returns: the write is then durable
                 resume = PTRACE_SYSCALL
+            elif on_trap(pid, tag):
+                exits[pid] = AFTER
+                resume = PTRACE_SYSCALL
         elif sig == signal.SIGTRAP | 0x80:
-            tag = exits.pop(pid, AFTER)
-            on_trap(pid, AFTER if tag != SYNC else SYNC)
+            on_trap(pid, exits.pop(pid, AFTER))
         elif sig == signal.SIGSTOP and pid in fresh:
             fresh.discard(pid)
         elif not (sig == signal.SIGTRAP and event):  # exec and other events carry no signal
@@ -222,6 +231,13 @@ def trace(
 
 def written_file(pid: int) -> tuple[str, int]:
     """At a WRITE trap: the path of the file being written and the byte count asked for."""
+    _, path, count = call_file(pid)
+    return path, count
+
+
+def call_file(pid: int) -> tuple[int, str, int]:
+    """At the entry of a call on a file descriptor: the descriptor, its file's path and the third
+    argument (a write's byte count)."""
     assert _SECCOMP is not None
     fd_slot, count_slot = ARGS[platform.machine()]
     regs = _SECCOMP.registers(pid)
@@ -229,7 +245,13 @@ def written_file(pid: int) -> tuple[str, int]:
         path = os.readlink(f"/proc/{pid}/fd/{regs[fd_slot]}")
     except OSError:
         path = ""
-    return path, regs[count_slot]
+    return regs[fd_slot], path, regs[count_slot]
+
+
+def call_result(pid: int) -> int:
+    """At a call's exit: its return value (negative: an error)."""
+    assert _SECCOMP is not None
+    return ctypes.c_long(_SECCOMP.registers(pid)[RESULT[platform.machine()]]).value
 
 
 def shorten_write(pid: int, count: int) -> None:

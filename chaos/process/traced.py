@@ -43,12 +43,13 @@ class TracedProcess:
         stderr: Path,
         policy: Policy,
         traps: bool = True,
+        ptrace: bool = True,
     ) -> None:
         if shutil.which(argv[0], path=env.get("PATH")) is None:
             raise TargetUnusable(f"cannot start the target: {argv[0]!r} is not an executable on its PATH")
         if not cwd.is_dir():
             raise TargetUnusable(f"cannot start the target: working directory {cwd} does not exist")
-        self.argv, self.exact, self.traps = argv, trace.exact_kills_available(), traps
+        self.argv, self.exact, self.traps = argv, ptrace and trace.exact_kills_available(), traps
         self.pid = 0
         self.pids: set[int] = set()
         self.returncode: int | None = None

@@ -58,6 +58,9 @@ def _crash(table: Table) -> Crash | None:
     torn = table.take("torn", bool, False)
     if torn and signal != "SIGKILL":
         table.fail("torn", "a torn tail comes from a SIGKILL mid-write; drop signal or torn")
+    power_loss = table.take("power_loss", bool, False)
+    if power_loss and signal != "SIGKILL":
+        table.fail("power_loss", "a power loss stops the machine; drop signal or power_loss")
     table.done()
     if at not in KINDS:
         table.fail("at", f"{at!r} is not a boundary; use one of: {', '.join(KINDS)}")
@@ -66,7 +69,7 @@ def _crash(table: Table) -> Crash | None:
     ):  # each filter alone, so an error points at its own field
         _built(where_table, key, lambda k=key, v=value: Boundary(at, {k: v}, nth))  # type: ignore[misc]
     boundary = _built(table, "where", lambda: Boundary(at, where, nth))
-    return _built(table, "torn", lambda: Crash(boundary, signal, torn))
+    return _built(table, "torn", lambda: Crash(boundary, signal, torn, power_loss))
 
 
 def _configuration(table: Table) -> Configuration:
@@ -105,8 +108,12 @@ def _turn(table: Table) -> Turn:
     error = table.integer("error", None, 400, 599, "an HTTP error status")
     timeout = table.take("timeout", bool, False)
     delay = table.number("delay", 0.0, 0.0)
+    usage_table = table.table("usage")
+    usage = {
+        k: usage_table.integer(k, 0, 0, 2**53 - 1, "a token count") for k in list(usage_table.data)
+    } or None
     table.done()
-    return _built(table, None, lambda: Turn(text, calls, finish, error, timeout, delay))
+    return _built(table, "usage", lambda: Turn(text, calls, finish, error, timeout, delay, False, usage))
 
 
 def _files(table: Table) -> dict[str, WorkspaceFile]:
@@ -194,6 +201,8 @@ def _crash_document(c: Crash) -> dict[str, Any]:
         out["signal"] = c.signal
     if c.torn:
         out["torn"] = True
+    if c.power_loss:
+        out["power_loss"] = True
     return out
 
 
@@ -208,6 +217,8 @@ def _turn_document(t: Turn) -> dict[str, Any]:
         out["timeout"] = True
     if t.delay:
         out["delay"] = t.delay
+    if t.usage is not None:
+        out["usage"] = dict(t.usage)
     return out
 
 

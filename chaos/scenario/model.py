@@ -32,9 +32,10 @@ BLOCKED_REASONS = (
     "replay_declaration_changed",
     "attempts_exhausted",
 )
-SIGNALS = ("SIGKILL", "SIGINT")
+SIGNALS = ("SIGKILL", "SIGINT", "SIGSTOP")
 FINISH = ("stop", "tool_calls", "length")
 OPERATIONS = ("run", "compaction")
+USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 
@@ -126,15 +127,20 @@ class Boundary:
 
 @dataclass(frozen=True)
 class Crash:
-    """Where to stop the agent, and how: SIGKILL (a crash) or SIGINT (an abort the agent handles).
+    """Where to stop the agent, and how: SIGKILL (a crash), SIGINT (an abort the agent handles), or
+    SIGSTOP (a pause: a second process resumes the session while the first is frozen, then the first
+    goes on; the contract allows one writer).
 
     ``torn``: the next write to the log after the boundary goes through half-way,
     then the SIGKILL lands (a real torn tail, written by the agent itself).
+    ``power_loss``: after the SIGKILL the log is cut back to the bytes the agent
+    made durable by its own sync calls (what a power cut would keep).
     """
 
     boundary: Boundary
     signal: str = "SIGKILL"
     torn: bool = False
+    power_loss: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.boundary, str):
@@ -143,10 +149,15 @@ class Crash:
             raise ValueError(f"signal {self.signal!r} is not one of {', '.join(SIGNALS)}")
         if self.torn and (self.signal != "SIGKILL" or self.boundary.in_flight):
             raise ValueError("a torn tail comes from a SIGKILL mid-write at a durable boundary")
+        if self.power_loss and self.signal != "SIGKILL":
+            raise ValueError("a power loss stops the machine: it takes signal SIGKILL")
+        if self.signal == "SIGSTOP" and self.boundary.in_flight:
+            raise ValueError("a paused writer is frozen at a durable boundary; in-flight ones need the world")
 
     def __str__(self) -> str:
         extra = [self.signal] if self.signal != "SIGKILL" else []
         extra += ["torn tail"] if self.torn else []
+        extra += ["power loss"] if self.power_loss else []
         return f"{self.boundary} ({', '.join(extra)})" if extra else str(self.boundary)
 
 
@@ -166,6 +177,7 @@ class Turn:
     timeout: bool = False  # never answer (the agent's own timeout fires)
     delay: float = 0.0  # seconds before answering
     hold: bool = False  # answer only once the world releases it (tests drive this)
+    usage: dict[str, int] | None = None  # what the answer bills: input, output, cacheRead, cacheWrite
 
     def __post_init__(self) -> None:
         if self.finish is not None and self.finish not in FINISH:
@@ -174,6 +186,15 @@ class Turn:
             raise ValueError(f"error {self.error} is not an HTTP error status (400 to 599)")
         if not (math.isfinite(self.delay) and self.delay >= 0):
             raise ValueError(f"delay {self.delay} must be a finite number of seconds, 0 or more")
+        if self.usage is not None:
+            unknown = set(self.usage) - set(USAGE_KEYS)
+            if unknown:
+                raise ValueError(
+                    f"usage: unknown counter {sorted(unknown)[0]!r}; use {', '.join(USAGE_KEYS)}"
+                )
+            if any(type(v) is not int or v < 0 for v in self.usage.values()):
+                raise ValueError("usage: every counter is a whole number, 0 or more")
+            object.__setattr__(self, "usage", {k: self.usage.get(k, 0) for k in USAGE_KEYS})
 
 
 @dataclass(frozen=True)

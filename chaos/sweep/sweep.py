@@ -83,6 +83,8 @@ class Sweep:
     keep_all: bool = False
     resume: bool = False
     timeout: float | None = None
+    power_loss: bool = False  # every crash case is a power loss, not only a process death
+    two_writers: bool = False  # every durable crash case pauses the writer while a second one resumes
     hooks: tuple[Hook, ...] = ()  # other judges of each case's evidence (--oracle)
     after: list[Callable[[Verdict], object]] = field(default_factory=list)  # e.g. mining, once judged
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -151,8 +153,10 @@ def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
     return []
 
 
-def _child(case: Case, boundary: str) -> Case:
-    crash = Crash(Boundary.parse(boundary))
+def _child(case: Case, boundary: str, sweep: Sweep) -> Case:
+    at = Boundary.parse(boundary)
+    signal = "SIGSTOP" if sweep.two_writers and not at.in_flight else "SIGKILL"
+    crash = Crash(at, signal, power_loss=sweep.power_loss and signal == "SIGKILL")
     if case.crash is None:
         return Case(case.scenario, case.target, crash)
     return Case(case.scenario, case.target, case.crash, crash)
@@ -207,7 +211,7 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     case = pending.pop(future)
                     entry = future.result()
                     done += 1
-                    more = [_child(case, boundary) for boundary in entry.get("next", [])]
+                    more = [_child(case, boundary, sweep) for boundary in entry.get("next", [])]
                     more = [c for c in more if c.in_shard(sweep.shard)]
                     queue += more
                     total += len(more)

@@ -35,6 +35,7 @@ from chaos.check.checks import CATALOG, carried_out, facts, plan, reduced
 from chaos.contract.framing import FramingError, committed_length, committed_lines, facts_of, parse_line
 from chaos.cycle.evidence import Evidence
 from chaos.mine.signature import action_shape, plan_key, state_shape
+from chaos.process.phase import PhaseKind
 
 _PHASED = ("timeout", "processes", "sandbox")  # checks whose failing phase kind is part of the key
 # Checks about plans and outcomes: their key has the divergence. (A crash-prefix check is about the
@@ -128,7 +129,9 @@ def _rejection(ev: Evidence) -> Divergence | None:
 def _first_step(ev: Evidence) -> Divergence | None:
     """The first resume whose first appended facts do not carry out the oracle's plan for its log."""
     assert ev.current is not None
-    for _, before, after in ev.transitions():
+    for phase, before, after in ev.transitions():
+        if phase.kind is PhaseKind.CONTINUED or (ev.continued is not None and len(after) == len(before)):
+            continue  # the paused writer's own work, or a second writer that refused the session
         planned, state = plan(before, ev.current), reduced(before).state
         if planned is None or state is None or (planned["type"] == "finish" and state.operation is None):
             continue

@@ -1,11 +1,14 @@
-"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1.
+"""A scripted model provider on 127.0.0.1, speaking the protocols agents speak (``chaos.world.protocols``).
 
 The answer to a request is chosen from the request itself (how many assistant
 turns its conversation already holds), never from a request counter, so a
 retried attempt or the request after a replay gets the answer the script means
-even across crashes and resumes. Every request is recorded, and a turn can be
-*held*: the server keeps the response until ``release`` so a kill lands while
-the model request is in flight.
+even across crashes and resumes. Every request is recorded with what the world
+knew when it arrived: the ``stepAttempt`` that was durable and open in the log
+(an agent must record an attempt before it sends), and the usage the answer
+billed. A request can be *held* (the server keeps the response until released,
+so a kill lands while the model request is in flight), and so can a streamed
+answer after a number of its chunks.
 """
 
 from __future__ import annotations
@@ -15,44 +18,20 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from chaos.scenario.model import Turn
+from chaos.world.protocols import PROTOCOLS, Answer, Protocol, Rejected
 
 COMPACTION_MARKER = "Summarize the conversation"
 
 
-def completion_body(turn: Turn, index: int, model: str) -> dict[str, Any]:
-    """A scripted turn as an OpenAI chat completion (``index``: the turn's place in the script)."""
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
-    if turn.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{index}_{i}",
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    "arguments": call["arguments"]
-                    if isinstance(call.get("arguments"), str)
-                    else json.dumps(call.get("arguments", {})),
-                },
-            }
-            for i, call in enumerate(turn.tool_calls)
-        ]
-    finish = turn.finish or ("tool_calls" if turn.tool_calls else "stop")
-    return {
-        "id": f"chatcmpl-{index}",
-        "object": "chat.completion",
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": 10 * (index + 1),
-            "completion_tokens": 5,
-            "total_tokens": 10 * index + 15,
-        },
-    }
+def default_usage(turn: int) -> dict[str, int]:
+    """What a turn bills when its script does not say."""
+    return {"input": 10 * (turn + 1), "output": 5, "cacheRead": 0, "cacheWrite": 0}
 
 
 @dataclass
@@ -62,10 +41,22 @@ class Request:
     compaction: bool
     received: float
     body: dict[str, Any]
+    attempt: str | None = None  # the stepAttempt durable and open in the log when the request arrived
+    status: int | None = None  # the answer's HTTP status (None: never answered)
+    billed: dict[str, int] | None = None  # the usage a successful answer carried, in the contract's terms
+    protocol: str = ""
 
-
-def _turn_of(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for m in messages if m.get("role") == "assistant")
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "stepKey": self.step_key,
+            "compaction": self.compaction,
+            "received": self.received,
+            "attempt": self.attempt,
+            "status": self.status,
+            "billed": self.billed,
+            "protocol": self.protocol,
+        }
 
 
 class _Hub:
@@ -91,7 +82,7 @@ class _Hub:
                 _, _, token, rest = [*self.path.split("/", 3), "", "", "", ""][:4]
                 world = hub.worlds.get(token)
                 if world is None:
-                    ModelServer.send(self, 404, {"error": {"message": "no such world (closed?)"}})
+                    send_json(self, 404, {"error": {"message": "no such world (closed?)"}})
                     return
                 world.handle(self, "/" + rest)
 
@@ -107,18 +98,41 @@ class _Hub:
             return cls._instance
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except OSError:
+        pass  # the agent was killed mid-request: nothing to answer
+
+
 class ModelServer:
     """Serve ``script`` on 127.0.0.1 (at ``url``, a path of its own) until ``close``."""
 
-    def __init__(self, script: list[Turn], summary: str = "summary of the work so far") -> None:
+    def __init__(
+        self,
+        script: list[Turn],
+        summary: str = "summary of the work so far",
+        attempt_of: Callable[[], str | None] | None = None,
+    ) -> None:
         self.script = script
         self.summary = summary
+        self.attempt_of = attempt_of  # the stepAttempt durable and open in the log now, if any
         self.requests: list[Request] = []
         self._lock = threading.Condition()
         self._released: set[int] = set()
         self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
         self._released_numbers: set[int] = set()
-        self._answered: set[int] = set()  # request numbers whose response was sent
+        self._answered: set[int] = set()  # request numbers whose answer started
+        self._stream_holds: dict[
+            int, int
+        ] = {}  # streamed answer number (1-based) -> chunks sent before holding
+        self._streams = 0  # streamed answers started
+        self._held_streams: set[int] = set()  # streamed answers now held mid-stream
         self._closing = False
         self._token = secrets.token_hex(8)
         self._hub = _Hub.get()
@@ -151,6 +165,20 @@ class ModelServer:
         with self._lock:
             self._held_numbers.add(number)
 
+    def hold_stream(self, number: int, chunks: int) -> None:
+        """Hold the ``number``-th streamed answer (1-based) after its first ``chunks`` chunks."""
+        with self._lock:
+            self._stream_holds[number] = chunks
+
+    def stream_held(self, number: int) -> bool:
+        """The ``number``-th streamed answer is held mid-stream now (its rest unsent)."""
+        with self._lock:
+            return number in self._held_streams
+
+    @property
+    def streams(self) -> int:
+        return self._streams
+
     def still_held(self, number: int) -> bool:
         """The ``number``-th request arrived, is held, and no response to it was sent."""
         with self._lock:
@@ -163,6 +191,7 @@ class ModelServer:
     def release_requests(self) -> None:
         with self._lock:
             self._released_numbers |= self._held_numbers
+            self._stream_holds.clear()
             self._lock.notify_all()
 
     def wait_for_request(self, count: int = 1, timeout: float = 10.0, turn: int | None = None) -> bool:
@@ -183,39 +212,40 @@ class ModelServer:
         return counts
 
     def request_log(self) -> list[dict[str, Any]]:
-        return [
-            {"turn": r.turn, "stepKey": r.step_key, "compaction": r.compaction, "received": r.received}
-            for r in self.requests
-        ]
+        return [r.to_json() for r in self.requests]
 
     # -- serving ---------------------------------------------------------------------------------
     def handle(self, handler: BaseHTTPRequestHandler, path: str) -> None:
-        if not path.rstrip("/").endswith("/chat/completions"):
-            self.send(handler, 404, {"error": {"message": "only /chat/completions is served"}})
+        protocol = next((p for p in PROTOCOLS.values() if path.rstrip("/").endswith(p.path)), None)
+        if protocol is None:
+            paths = ", ".join(p.path for p in PROTOCOLS.values())
+            send_json(handler, 404, {"error": {"message": f"no such endpoint; served: {paths}"}})
             return
         try:
             body = json.loads(handler.rfile.read(int(handler.headers.get("Content-Length", "0"))))
-            messages = body["messages"]
-        except (ValueError, KeyError, TypeError):
-            self.send(handler, 400, {"error": {"message": "request body is not a chat completion"}})
+            conversation = protocol.conversation(body)
+        except (ValueError, KeyError, TypeError, Rejected) as err:
+            send_json(handler, 400, protocol.error(400, f"not a {protocol.name} request: {err}"))
             return
-        compaction = any(
-            COMPACTION_MARKER in str(m.get("content")) for m in messages if m.get("role") == "system"
-        )
-        turn = _turn_of(messages)
-        key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+        compaction = COMPACTION_MARKER in conversation.system
+        turn = conversation.assistant_turns
+        key = hashlib.sha256(json.dumps(conversation.messages, sort_keys=True).encode()).hexdigest()[:16]
+        attempt = self.attempt_of() if self.attempt_of else None
+        request = Request(turn, key, compaction, time.time(), body, attempt, protocol=protocol.name)
         with self._lock:
-            self.requests.append(Request(turn, key, compaction, time.time(), body))
+            self.requests.append(request)
             number = len(self.requests)
             self._lock.notify_all()
             while number in self._held_numbers - self._released_numbers and not self._closing:
                 self._lock.wait(0.5)
-        model = str(body.get("model", "scripted"))
-        if compaction:
-            self.answer(handler, 200, completion_body(Turn(text=self.summary), turn, model), number)
-            return
-        scripted = self.script[turn] if turn < len(self.script) else Turn(text="done")
-        if scripted.hold or scripted.timeout:
+        scripted = (
+            Turn(text=self.summary)
+            if compaction
+            else self.script[turn]
+            if turn < len(self.script)
+            else Turn(text="done")
+        )
+        if not compaction and (scripted.hold or scripted.timeout):
             with self._lock:
                 while turn not in self._released and not self._closing:
                     self._lock.wait(0.5)
@@ -223,28 +253,41 @@ class ModelServer:
                 return
         if scripted.delay:
             time.sleep(scripted.delay)
-        if scripted.error is not None:
-            error = {"error": {"message": f"scripted HTTP {scripted.error}"}}
-            self.answer(handler, scripted.error, error, number)
-            return
-        self.answer(handler, 200, completion_body(scripted, turn, model), number)
-
-    def answer(
-        self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], number: int
-    ) -> None:
-        """Send the answer to the ``number``-th request (from then on it is no longer held)."""
         with self._lock:
             self._answered.add(number)
-        self.send(handler, status, payload)
+        if scripted.error is not None:
+            request.status = scripted.error
+            send_json(
+                handler, scripted.error, protocol.error(scripted.error, f"scripted HTTP {scripted.error}")
+            )
+            return
+        usage = scripted.usage or default_usage(turn)
+        answer = protocol.answer(scripted, turn, conversation, usage)
+        request.status, request.billed = 200, protocol.billed(usage)
+        if conversation.stream:
+            self._stream(handler, protocol, answer)
+        else:
+            send_json(handler, 200, answer.body)
 
-    @staticmethod
-    def send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+    def _stream(self, handler: BaseHTTPRequestHandler, protocol: Protocol, answer: Answer) -> None:
+        """Send the answer as server-sent events, holding it mid-stream when a boundary asks."""
+        with self._lock:
+            self._streams += 1
+            number = self._streams
+            hold_after = self._stream_holds.get(number)
         try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Cache-Control", "no-cache")
             handler.end_headers()
-            handler.wfile.write(data)
+            for index, event in enumerate(answer.events):
+                if hold_after is not None and index == hold_after:
+                    with self._lock:
+                        self._held_streams.add(number)
+                        while number in self._stream_holds and not self._closing:
+                            self._lock.wait(0.5)
+                        self._held_streams.discard(number)
+                handler.wfile.write(event)
+                handler.wfile.flush()
         except OSError:
-            pass  # the agent was killed mid-request: nothing to answer
+            pass  # the agent was killed mid-stream

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.contract import Reducer
 from chaos.errors import TargetUnusable
 from chaos.scenario.model import Configuration, Scenario
 from chaos.scenario.target import Target, cwd_problem, fill, placeholders
@@ -44,6 +45,14 @@ class World:
             return path.read_bytes() if path else b""
         except FileNotFoundError:
             return b""
+
+    def open_attempt(self) -> str | None:
+        """The stepAttempt durable and open in the log now (what a model request must belong to)."""
+        state = Reducer.of(self.log()).state
+        op = state.operation if state is not None else None
+        if op is None or op.step is None or op.step.status != "attempting":
+            return None
+        return op.step.attempt_id
 
     def values(self, config: Configuration) -> dict[str, str]:
         return placeholders(
@@ -84,6 +93,7 @@ def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -
             )
     box = make_sandbox(scenario.files)
     world = World(scenario, target, box, ModelServer(scenario.turns), extra_env)
+    world.server.attempt_of = world.open_attempt
     problem = cwd_problem(world.cwd, box.workspace)
     if problem:
         world.close()

@@ -49,7 +49,11 @@ def main(argv: list[str]) -> int:
     try:
         if args.session:
             session = SessionFile.open(
-                workspace, args.session, repair_torn_tail="no-torn-tail-repair" not in agent.bugs
+                workspace,
+                args.session,
+                repair_torn_tail="no-torn-tail-repair" not in agent.bugs,
+                sync="no-fsync" not in agent.bugs,
+                lock="no-session-lock" not in agent.bugs,
             )
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
             agent.recovering = True
@@ -59,7 +63,12 @@ def main(argv: list[str]) -> int:
                 return _finish(outcome, reason)
         else:
             session = SessionFile.create(
-                workspace, "openai-compatible", agent.model, agent.environment_identity
+                workspace,
+                "openai-compatible",
+                agent.model,
+                agent.environment_identity,
+                sync="no-fsync" not in agent.bugs,
+                lock="no-session-lock" not in agent.bugs,
             )
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
         if args.compact:

@@ -35,6 +35,11 @@ BUGS = (
     "no-torn-tail-repair",
     "unbounded-retry",
     "skip-finish-on-resume",
+    "double-usage",
+    "client-retries",
+    "no-fsync",
+    "old-gate-order",
+    "no-session-lock",
 )
 EXIT = {"completed": 0, "failed": 4, "aborted": 5, "blocked": 3}
 
@@ -123,6 +128,9 @@ class Agent:
 
     def _plan(self, st: SessionState) -> dict[str, Any]:
         plan = plan_recovery(st, self.current())
+        step = st.operation.step if st.operation else None
+        if "old-gate-order" in self.bugs and step is not None and step.status == "failed":
+            return {"type": "finish", "outcome": "failed", "error": step.error}  # failure before the gates
         if (
             self.recovering
             and "stale-assistant-calls" in self.bugs
@@ -175,15 +183,18 @@ class Agent:
         body.update(OUTPUT_OPTIONS)
         attempt_id = op.step.attempt_id
         try:
-            answer = complete(self.base_url, self.model, self.api_key, body, self.timeout)
+            retries = 1 if "client-retries" in self.bugs else 0  # like SDKs that retry a 429 by default
+            answer = complete(self.base_url, self.model, self.api_key, body, self.timeout, retries)
         except ProviderError as err:
             session.commit(F.step_failed(op, err.code, err.message))
             return
-        usage = F.usage(op, "attemptId", attempt_id, answer.usage)
+        usage = [F.usage(op, "attemptId", attempt_id, answer.usage)]
+        if self.recovering and "double-usage" in self.bugs:
+            usage *= 2  # counts the answer's usage twice (a usage fact per retry path)
         if op.kind == "compaction":
-            session.commit(F.compaction_entry(st, answer.message.get("content") or ""), usage)
+            session.commit(F.compaction_entry(st, answer.message.get("content") or ""), *usage)
         else:
-            session.commit(F.assistant_message(op, answer.message, answer.stop_reason), usage)
+            session.commit(F.assistant_message(op, answer.message, answer.stop_reason), *usage)
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         try:

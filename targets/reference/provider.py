@@ -30,7 +30,21 @@ class Answer:
     usage: dict[str, int]
 
 
-def complete(base_url: str, model: str, api_key: str | None, body: dict[str, Any], timeout: float) -> Answer:
+def complete(
+    base_url: str, model: str, api_key: str | None, body: dict[str, Any], timeout: float, retries: int = 0
+) -> Answer:
+    """One model request (``retries``: resend a 429 or 5xx that many times, as some SDKs quietly do;
+    the contract's agent never does: a live provider error is a stepFailed)."""
+    for _ in range(retries):
+        try:
+            return _complete(base_url, model, api_key, body, timeout)
+        except ProviderError as err:
+            if err.code not in ("rate_limited", "server_error"):
+                raise
+    return _complete(base_url, model, api_key, body, timeout)
+
+
+def _complete(base_url: str, model: str, api_key: str | None, body: dict[str, Any], timeout: float) -> Answer:
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -72,8 +86,8 @@ def complete(base_url: str, model: str, api_key: str | None, body: dict[str, Any
             ]
         usage = payload.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
-        counters = {
-            "input": int(usage.get("prompt_tokens", 0)),
+        counters = {  # prompt_tokens counts the cached tokens too; the contract's input does not
+            "input": int(usage.get("prompt_tokens", 0)) - int(cached or 0),
             "output": int(usage.get("completion_tokens", 0)),
             "cacheRead": int(cached or 0),
             "cacheWrite": 0,

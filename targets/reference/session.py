@@ -28,8 +28,8 @@ SESSIONS = Path(".tiny-agent") / "sessions"
 
 
 class SessionFile:
-    def __init__(self, path: Path, fd: int, reducer: Reducer) -> None:
-        self.path, self.fd = path, fd
+    def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True) -> None:
+        self.path, self.fd, self.sync = path, fd, sync  # sync False: the no-fsync bug switch
         self.writer = F.Writer(reducer)
 
     @property
@@ -37,7 +37,15 @@ class SessionFile:
         return self.writer.state
 
     @classmethod
-    def create(cls, workspace: Path, provider: str, model: str, environment_identity: str) -> SessionFile:
+    def create(
+        cls,
+        workspace: Path,
+        provider: str,
+        model: str,
+        environment_identity: str,
+        sync: bool = True,
+        lock: bool = True,
+    ) -> SessionFile:
         reducer = Reducer()
         session_id = F.system_ids()()
         directory = workspace / SESSIONS
@@ -47,15 +55,23 @@ class SessionFile:
         fd = os.open(
             path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        session = cls(path, fd, reducer)
+        if lock:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        session = cls(path, fd, reducer, sync)
         session._write(
             session.writer.header(str(workspace), provider, model, environment_identity, session_id)
         )
         return session
 
     @classmethod
-    def open(cls, workspace: Path, session_id: str, repair_torn_tail: bool = True) -> SessionFile:
+    def open(
+        cls,
+        workspace: Path,
+        session_id: str,
+        repair_torn_tail: bool = True,
+        sync: bool = True,
+        lock: bool = True,
+    ) -> SessionFile:
         matches = sorted((workspace / SESSIONS).glob(f"*_{session_id}.jsonl"))
         if not matches:
             raise SessionUnusable(f"no session {session_id} under {SESSIONS}")
@@ -65,7 +81,8 @@ class SessionFile:
         except OSError as err:
             raise SessionUnusable(f"cannot open {path.name}: {err.strerror}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if lock:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise SessionUnusable(f"session {session_id} is open in another writer") from None
@@ -77,7 +94,7 @@ class SessionFile:
             raise SessionUnusable(f"session log is corrupt: {error['code']} at line {error['line']}")
         if repair_torn_tail and reducer.tail:
             os.ftruncate(fd, reducer.repaired_length)
-        return cls(path, fd, reducer)
+        return cls(path, fd, reducer, sync)
 
     def commit(self, *facts: F.Fact) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -94,7 +111,8 @@ class SessionFile:
     def _write(self, line: bytes) -> None:
         if os.write(self.fd, line) != len(line):
             raise SessionUnusable("short write to the session log")
-        os.fdatasync(self.fd)
+        if self.sync:
+            os.fdatasync(self.fd)
 
     def close(self) -> None:
         os.close(self.fd)

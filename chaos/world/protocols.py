@@ -1,0 +1,451 @@
+"""The provider protocols the scripted model server speaks, behind one protocol-neutral script.
+
+Each protocol reads a request into a ``Conversation`` (the system text, the
+messages, how many assistant turns it already holds, whether to stream) and
+writes a scripted ``Turn`` as its own answer: a JSON body, or server-sent
+events. Every turn kind works in each: text, tool calls (raw invalid JSON
+arguments included), a ``length`` stop, HTTP errors, timeouts and holds (the
+last two are the server's). Usage is scripted in the contract's terms
+(``input``, ``output``, ``cacheRead``, ``cacheWrite``) and written in the
+protocol's; ``billed`` says what the protocol could carry (chat completions
+have no cache-write count).
+
+- ``openai-chat``: ``POST /v1/chat/completions``, plain or ``stream: true``
+  (``chat.completion.chunk`` events, tool-call argument deltas, usage in a
+  last chunk when ``stream_options.include_usage`` asks).
+- ``anthropic``: ``POST /v1/messages``, plain or streaming (``message_start``,
+  ``content_block_start``/``_delta``/``_stop`` with ``text_delta`` and
+  ``input_json_delta``, ``message_delta`` with ``stop_reason`` and usage,
+  ``message_stop``).
+- ``openai-responses``: ``POST /v1/responses``, plain or streaming
+  (``response.created`` ... ``response.completed``); stateless requests only
+  (the whole input each time, no ``previous_response_id``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from chaos.scenario.model import Turn
+
+
+class Rejected(Exception):
+    """A request the protocol cannot serve (the server answers 400 with this message)."""
+
+
+@dataclass
+class Conversation:
+    messages: list[Any]
+    assistant_turns: int
+    system: str = ""
+    model: str = "scripted"
+    stream: bool = False
+    include_usage: bool = False
+
+
+@dataclass
+class Answer:
+    body: dict[str, Any] = field(default_factory=dict)
+    events: list[bytes] = field(default_factory=list)  # the same answer as server-sent events
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    value = call.get("arguments", {})
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    """``text`` in up to ``count`` pieces, as a stream would deliver it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "").encode() + f"data: {payload}\n\n".encode()
+
+
+class Protocol:
+    name = ""
+    path = ""
+
+    def conversation(self, body: dict[str, Any]) -> Conversation:
+        raise NotImplementedError
+
+    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+        raise NotImplementedError
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "scripted_error", "code": status}}
+
+    def billed(self, usage: dict[str, int]) -> dict[str, int]:
+        """The usage an answer carries, back in the contract's terms."""
+        return {k: usage.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")}
+
+
+class OpenAIChat(Protocol):
+    name, path = "openai-chat", "/chat/completions"
+
+    def conversation(self, body: dict[str, Any]) -> Conversation:
+        messages = body["messages"]
+        if not isinstance(messages, list):
+            raise Rejected("messages must be a list")
+        system = "\n".join(
+            str(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
+        )
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        options = body.get("stream_options") or {}
+        return Conversation(
+            messages,
+            turns,
+            system,
+            str(body.get("model", "scripted")),
+            bool(body.get("stream")),
+            bool(options.get("include_usage")),
+        )
+
+    def _usage(self, usage: dict[str, int]) -> dict[str, Any]:
+        prompt = usage["input"] + usage["cacheRead"]
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": usage["output"],
+            "total_tokens": prompt + usage["output"],
+            "prompt_tokens_details": {"cached_tokens": usage["cacheRead"]},
+        }
+
+    def billed(self, usage: dict[str, int]) -> dict[str, int]:
+        return {**super().billed(usage), "cacheWrite": 0}  # chat completions report no cache writes
+
+    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+        model = conversation.model
+        calls: list[dict[str, Any]] = [
+            {
+                "id": f"call_{index}_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": _arguments(c)},
+            }
+            for i, c in enumerate(turn.tool_calls)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        finish = turn.finish or ("tool_calls" if calls else "stop")
+        head = {"id": f"chatcmpl-{index}", "created": int(time.time()), "model": model}
+        body = {
+            **head,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": self._usage(usage),
+        }
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+            return _sse({**head, "object": "chat.completion.chunk", "choices": [choice]})
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": piece}) for piece in _pieces(turn.text or "")]
+        for i, call in enumerate(calls):
+            start = {
+                "index": i,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""},
+            }
+            events.append(chunk({"tool_calls": [start]}))
+            for piece in _pieces(call["function"]["arguments"]):
+                events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+        events.append(chunk({}, finish))
+        if conversation.include_usage:
+            events.append(
+                _sse({**head, "object": "chat.completion.chunk", "choices": [], "usage": self._usage(usage)})
+            )
+        return Answer(body, [*events, _sse("[DONE]")])
+
+
+class Anthropic(Protocol):
+    name, path = "anthropic", "/messages"
+    STOP: ClassVar[dict[str, str]] = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+    def conversation(self, body: dict[str, Any]) -> Conversation:
+        messages = body["messages"]
+        if not isinstance(messages, list):
+            raise Rejected("messages must be a list")
+        system = body.get("system") or ""
+        if isinstance(system, list):
+            system = "\n".join(str(block.get("text", "")) for block in system)
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        return Conversation(
+            messages, turns, str(system), str(body.get("model", "scripted")), bool(body.get("stream"))
+        )
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        kinds = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
+        return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+
+    def _usage(self, usage: dict[str, int]) -> dict[str, int]:
+        return {
+            "input_tokens": usage["input"],
+            "output_tokens": usage["output"],
+            "cache_read_input_tokens": usage["cacheRead"],
+            "cache_creation_input_tokens": usage["cacheWrite"],
+        }
+
+    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+        model = conversation.model
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+        for i, call in enumerate(turn.tool_calls):
+            raw = call.get("arguments", {})  # raw invalid JSON travels as a string input
+            blocks.append(
+                {"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call["name"], "input": raw}
+            )
+        stop = self.STOP[turn.finish or ("tool_calls" if turn.tool_calls else "stop")]
+        message = {"id": f"msg_{index}", "type": "message", "role": "assistant", "model": model}
+        body = {
+            **message,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": self._usage(usage),
+        }
+        start_usage = {**self._usage(usage), "output_tokens": 0}
+        events = [
+            _sse(
+                {
+                    "type": "message_start",
+                    "message": {
+                        **message,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": start_usage,
+                    },
+                },
+                "message_start",
+            )
+        ]
+        for i, block in enumerate(blocks):
+            if block["type"] == "text":
+                events.append(
+                    _sse(
+                        {
+                            "type": "content_block_start",
+                            "index": i,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                        "content_block_start",
+                    )
+                )
+                for piece in _pieces(block["text"]):
+                    delta = {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": piece},
+                    }
+                    events.append(_sse(delta, "content_block_delta"))
+            else:
+                start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+                events.append(
+                    _sse(
+                        {"type": "content_block_start", "index": i, "content_block": start},
+                        "content_block_start",
+                    )
+                )
+                raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+                for piece in _pieces(raw):
+                    delta = {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                    events.append(_sse(delta, "content_block_delta"))
+            events.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+        done = {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": usage["output"]},
+        }
+        events += [_sse(done, "message_delta"), _sse({"type": "message_stop"}, "message_stop")]
+        return Answer(body, events)
+
+
+class OpenAIResponses(Protocol):
+    name, path = "openai-responses", "/responses"
+    _TURN: ClassVar[re.Pattern[str]] = re.compile(r"^(?:msg|fc|call)_(\d+)")
+
+    def conversation(self, body: dict[str, Any]) -> Conversation:
+        if body.get("previous_response_id"):
+            raise Rejected("previous_response_id is not served; send the whole input each time")
+        items = body["input"]
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+        if not isinstance(items, list):
+            raise Rejected("input must be a string or a list of items")
+        turns: set[int] = set()
+        plain = 0
+        for item in items:
+            if item.get("type") == "function_call" or (item.get("role") == "assistant"):
+                found = self._TURN.match(str(item.get("id") or item.get("call_id") or ""))
+                if found:
+                    turns.add(int(found.group(1)))
+                elif item.get("role") == "assistant":
+                    plain += 1
+        system = str(body.get("instructions") or "") + "".join(
+            str(i.get("content")) for i in items if i.get("role") in ("system", "developer")
+        )
+        return Conversation(
+            items, len(turns) + plain, system, str(body.get("model", "scripted")), bool(body.get("stream"))
+        )
+
+    def _usage(self, usage: dict[str, int]) -> dict[str, Any]:
+        prompt = usage["input"] + usage["cacheRead"]
+        return {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": usage["cacheRead"]},
+            "output_tokens": usage["output"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + usage["output"],
+        }
+
+    def billed(self, usage: dict[str, int]) -> dict[str, int]:
+        return {**super().billed(usage), "cacheWrite": 0}
+
+    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+        model = conversation.model
+        output: list[dict[str, Any]] = []
+        if turn.text:
+            text = {"type": "output_text", "text": turn.text, "annotations": []}
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{index}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [text],
+                }
+            )
+        for i, call in enumerate(turn.tool_calls):
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{index}_{i}",
+                    "call_id": f"call_{index}_{i}",
+                    "name": call["name"],
+                    "arguments": _arguments(call),
+                    "status": "completed",
+                }
+            )
+        incomplete = (turn.finish or "") == "length"
+        response = {
+            "id": f"resp_{index}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": model,
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "error": None,
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": self._usage(usage),
+        }
+        seq = iter(range(1_000_000))
+
+        def event(kind: str, **fields: Any) -> bytes:
+            return _sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+        pending = {
+            **response,
+            "status": "in_progress",
+            "output": [],
+            "usage": None,
+            "incomplete_details": None,
+        }
+        events = [
+            event("response.created", response=pending),
+            event("response.in_progress", response=pending),
+        ]
+        for n, item in enumerate(output):
+            if item["type"] == "message":
+                events.append(
+                    event(
+                        "response.output_item.added",
+                        output_index=n,
+                        item={**item, "status": "in_progress", "content": []},
+                    )
+                )
+                part = {"type": "output_text", "text": "", "annotations": []}
+                events.append(
+                    event(
+                        "response.content_part.added",
+                        item_id=item["id"],
+                        output_index=n,
+                        content_index=0,
+                        part=part,
+                    )
+                )
+                for piece in _pieces(item["content"][0]["text"]):
+                    events.append(
+                        event(
+                            "response.output_text.delta",
+                            item_id=item["id"],
+                            output_index=n,
+                            content_index=0,
+                            delta=piece,
+                        )
+                    )
+                text = item["content"][0]["text"]
+                events.append(
+                    event(
+                        "response.output_text.done",
+                        item_id=item["id"],
+                        output_index=n,
+                        content_index=0,
+                        text=text,
+                    )
+                )
+                events.append(
+                    event(
+                        "response.content_part.done",
+                        item_id=item["id"],
+                        output_index=n,
+                        content_index=0,
+                        part=item["content"][0],
+                    )
+                )
+            else:
+                events.append(
+                    event(
+                        "response.output_item.added",
+                        output_index=n,
+                        item={**item, "status": "in_progress", "arguments": ""},
+                    )
+                )
+                for piece in _pieces(item["arguments"]):
+                    events.append(
+                        event(
+                            "response.function_call_arguments.delta",
+                            item_id=item["id"],
+                            output_index=n,
+                            delta=piece,
+                        )
+                    )
+                events.append(
+                    event(
+                        "response.function_call_arguments.done",
+                        item_id=item["id"],
+                        output_index=n,
+                        arguments=item["arguments"],
+                    )
+                )
+            events.append(event("response.output_item.done", output_index=n, item=item))
+        events.append(event("response.incomplete" if incomplete else "response.completed", response=response))
+        return Answer(response, events)
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (OpenAIChat(), Anthropic(), OpenAIResponses())}
