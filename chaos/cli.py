@@ -176,16 +176,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    args.scenario, args.target, args.kill_at, args.nth, args.then_kill_at, args.timeout = (
-        DEMO,
-        None,
-        None,
-        None,
-        None,
-        None,
-    )
-    args.pause = False
-    return cmd_run(args)
+    return cmd_run(build_parser().parse_args(["run", DEMO, *_passed_on(args)]))
+
+
+def _passed_on(args: argparse.Namespace) -> list[str]:
+    """The options of ``chaos demo`` as ``chaos run`` options."""
+    out = [item for key, value in args.target_env for item in ("--target-env", f"{key}={value}")]
+    return out + (["--results", args.results] if args.results else [])
 
 
 def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
@@ -197,6 +194,11 @@ def render_summary(summary: dict[str, Any], mined: list[str] | None) -> str:
         + (f" ({summary['new']} new)" if any(g["known"] for g in groups) or summary["fixed"] else ""),
         f"  kill precision: {summary['exact']}/{summary['reached']} crashes landed exactly at their boundary",
     ]
+    if summary.get("paused"):
+        lines.append(
+            f"  paused writers: {summary['pausedExact']}/{summary['paused']} paused exactly at their boundary "
+            "(timed by polling)"
+        )
     if summary["skipped"]:
         lines.append(f"  {len(summary['skipped'])} case(s) not run: the budget ran out")
     if mined is not None:
@@ -308,6 +310,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         args.max_examples,
         shrink,
         args.max_failures,
+        args.power_loss,
+        args.two_writers,
     )
     _notice_polling()
     _say(
@@ -482,6 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-failures", type=positive_int, help="stop once this many distinct failures are found"
     )
+    p.add_argument("--power-loss", action="store_true", help="also generate power cuts (needs ptrace)")
+    p.add_argument("--two-writers", action="store_true", help="also pause writers while another resumes")
     p.add_argument(
         "--shrink-budget",
         type=seconds_or_zero,

@@ -423,7 +423,8 @@ def check_requests(ev: Evidence) -> list[Check]:
     twice = [f"{a[:13]}... got {n}" for a, n in per_attempt.items() if n > 1]
     got = []
     if orphans:
-        got.append(f"request(s) {', '.join(orphans)} arrived with no durable stepAttempt open")
+        more = f" and {len(orphans) - 5} more" if len(orphans) > 5 else ""
+        got.append(f"request(s) {', '.join(orphans[:5])}{more} arrived with no durable stepAttempt open")
     if twice:
         got.append("; ".join(twice))
     checks = [

@@ -39,7 +39,6 @@ from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.explore.strategies import scenarios, size
 from chaos.mine.miner import Miner, kebab
-from chaos.process import trace
 from chaos.scenario.files import load_scenario, write_scenario
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
@@ -81,6 +80,8 @@ class Exploration:
     max_examples: int = 200
     shrink_budget: float = 60.0
     max_failures: int | None = None  # stop once this many distinct failures are found (and shrunk)
+    power_loss: bool = False  # also generate power cuts (needs the tracer)
+    two_writers: bool = False  # also generate paused writers (SIGSTOP; timed by polling)
     cycles: int = 0
     found: dict[str, Found] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -171,7 +172,7 @@ class Exploration:
 
     def _round(self, tools: list[str]) -> bool:
         """One Hypothesis run; False when the budget ended it."""
-        test = given(scenarios(self.target, tools, trace.unavailable() is None))(self._cycle)
+        test = given(scenarios(self.target, tools, self.power_loss, self.two_writers))(self._cycle)
         test = settings(
             max_examples=max(1, self.max_examples - self.cycles),
             deadline=None,

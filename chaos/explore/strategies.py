@@ -77,13 +77,14 @@ def _make_crash(boundary: Boundary, signal: str, torn: bool, power_loss: bool) -
     return Crash(boundary, signal, torn and kill and not boundary.in_flight, power_loss and kill)
 
 
-def _crash(power_loss: bool) -> st.SearchStrategy[Crash]:
-    """A crash: mostly SIGKILL, sometimes an abort (SIGINT), a paused writer with a second one resuming
-    (SIGSTOP), a torn tail, or (where the tracer sees the syncs) a power loss."""
+def _crash(power_loss: bool, two_writers: bool) -> st.SearchStrategy[Crash]:
+    """A crash: mostly SIGKILL, sometimes an abort (SIGINT), a torn tail; with ``two_writers`` also a
+    paused writer with a second one resuming (SIGSTOP), with ``power_loss`` also a power cut."""
+    signals = ["SIGKILL"] * 5 + ["SIGINT"] + (["SIGSTOP"] if two_writers else [])
     return st.builds(
         _make_crash,
         _boundary(),
-        st.sampled_from(["SIGKILL"] * 6 + ["SIGINT", "SIGSTOP"]),
+        st.sampled_from(signals),
         st.booleans(),
         st.booleans() if power_loss else st.just(False),
     )
@@ -113,13 +114,15 @@ def _then(crash: Crash) -> st.SearchStrategy[Crash | None]:
     )
 
 
-def scenarios(target: Target, tools: list[str], power_loss: bool = False) -> st.SearchStrategy[Scenario]:
+def scenarios(
+    target: Target, tools: list[str], power_loss: bool = False, two_writers: bool = False
+) -> st.SearchStrategy[Scenario]:
     """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes, a change."""
 
     @st.composite
     def build(draw: st.DrawFn) -> Scenario:
         turns = draw(st.lists(_turn(tools), min_size=1, max_size=3))
-        crash = draw(_crash(power_loss))
+        crash = draw(_crash(power_loss, two_writers))
         return Scenario(
             path=Path("generated.toml"),
             name="generated",

@@ -27,9 +27,10 @@ def summarize(
     entries: list[dict[str, Any]], skipped: list[str], seconds: float, baseline: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Counts, kill precision, the distinct failures (known ones marked, given a baseline) and every verdict."""
-    crashed = [e for e in entries if e.get("crash")]
+    crashed = [e for e in entries if e.get("crash") and "SIGSTOP" not in e["crash"]]
     reached = [e for e in crashed if e["phases"] and _start(e).get("reached")]
     exact = [e for e in reached if _start(e).get("exact")]
+    paused = [e for e in entries if e.get("crash") and "SIGSTOP" in e["crash"] and _start(e).get("reached")]
     findings = [e for e in entries if not e["ok"]]
     groups = group(entries, baseline)
     return {
@@ -44,6 +45,8 @@ def summarize(
         "reached": len(reached),
         "exact": len(exact),
         "precision": round(len(exact) / len(reached), 4) if reached else None,
+        "paused": len(paused),  # paused writers (SIGSTOP): timed by polling, not counted as kills
+        "pausedExact": sum(1 for e in paused if _start(e).get("exact")),
         "seconds": round(seconds, 2),
         "failures": [
             {

@@ -21,6 +21,7 @@ from chaos.scenario.model import OUTCOMES
 from chaos.scenario.spec import Table
 
 GUIDE = "the README, 'Drive your own agent'"
+PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
 PLACEHOLDERS = {
     "python": "the Python running chaos",
     "prompt": "the scenario's prompt (start only)",
@@ -56,6 +57,7 @@ class Target:
     configuration_command: list[str] | None  # None: derive from the log and ``tools``
     tools: list[ToolDeclaration]
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
+    protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -161,6 +163,7 @@ def load_target(path: Path) -> Target:
         configuration_command=command,
         tools=tools,
         compact=compact,
+        protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
     )
     top.take("description", str, "")
     top.done(GUIDE)

@@ -179,7 +179,10 @@ def failure_of(verdict: Verdict) -> Failure | None:
 
 
 def size(verdict: Verdict) -> list[Any]:
-    """How small a case is, to pick a group's representative: facts committed in its crash prefix,
-    then turns of its model script, then its name."""
+    """How a group's representative is picked: a case whose crash lands the same way every time first
+    (exact, by the tracer or the world; one timed by polling may land elsewhere when rerun), then the
+    smallest: fewest facts committed in its crash prefix, then fewest turns, then its name."""
     state = reduced(verdict.evidence.prefix[: committed_length(verdict.evidence.prefix)]).state
-    return [state.seq if state else 0, len(verdict.scenario.turns), verdict.case]
+    start = verdict.evidence.start
+    exact = verdict.scenario.crash is None or bool(start.exact and start.mechanism != "poll")
+    return [0 if exact else 1, state.seq if state else 0, len(verdict.scenario.turns), verdict.case]

@@ -51,7 +51,7 @@ def group(entries: list[dict[str, Any]], baseline: dict[str, str] | None = None)
         found = groups.setdefault(failure["key"], Group(failure["key"], failure["label"], failure["check"]))
         found.members.append(entry)
     for found in groups.values():
-        found.members.sort(key=lambda e: e.get("size") or [0, 0, e["case"]])
+        found.members.sort(key=lambda e: e.get("size") or [0, 0, 0, e["case"]])
         found.known = baseline is not None and found.key in baseline
     return sorted(groups.values(), key=lambda g: (-len(g.members), g.key))
 

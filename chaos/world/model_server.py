@@ -118,10 +118,14 @@ class ModelServer:
         script: list[Turn],
         summary: str = "summary of the work so far",
         attempt_of: Callable[[], str | None] | None = None,
+        protocol: str | None = None,
     ) -> None:
         self.script = script
         self.summary = summary
         self.attempt_of = attempt_of  # the stepAttempt durable and open in the log now, if any
+        self.protocols = (
+            {protocol: PROTOCOLS[protocol]} if protocol else PROTOCOLS
+        )  # the one the target speaks
         self.requests: list[Request] = []
         self._lock = threading.Condition()
         self._released: set[int] = set()
@@ -216,9 +220,9 @@ class ModelServer:
 
     # -- serving ---------------------------------------------------------------------------------
     def handle(self, handler: BaseHTTPRequestHandler, path: str) -> None:
-        protocol = next((p for p in PROTOCOLS.values() if path.rstrip("/").endswith(p.path)), None)
+        protocol = next((p for p in self.protocols.values() if path.rstrip("/").endswith(p.path)), None)
         if protocol is None:
-            paths = ", ".join(p.path for p in PROTOCOLS.values())
+            paths = ", ".join(p.path for p in self.protocols.values())
             send_json(handler, 404, {"error": {"message": f"no such endpoint; served: {paths}"}})
             return
         try:

@@ -92,7 +92,7 @@ def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -
                 f"{target.sessions!r} matches it); a session log must be one the agent wrote"
             )
     box = make_sandbox(scenario.files)
-    world = World(scenario, target, box, ModelServer(scenario.turns), extra_env)
+    world = World(scenario, target, box, ModelServer(scenario.turns, protocol=target.protocol), extra_env)
     world.server.attempt_of = world.open_attempt
     problem = cwd_problem(world.cwd, box.workspace)
     if problem:
