@@ -16,7 +16,9 @@ have no cache-write count).
 - ``anthropic``: ``POST /v1/messages``, plain or streaming (``message_start``,
   ``content_block_start``/``_delta``/``_stop`` with ``text_delta`` and
   ``input_json_delta``, ``message_delta`` with ``stop_reason`` and usage,
-  ``message_stop``).
+  ``message_stop``). Tool input is an object there, so scripted invalid
+  arguments arrive as a string ``input`` holding the raw text, plain and
+  streamed alike.
 - ``openai-responses``: ``POST /v1/responses``, plain or streaming
   (``response.created`` ... ``response.completed``); stateless requests only
   (the whole input each time, no ``previous_response_id``).
@@ -256,8 +258,12 @@ class Anthropic(Protocol):
                         "content_block_start",
                     )
                 )
-                raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
-                for piece in _pieces(raw):
+                # invalid JSON arguments stream as one JSON string delta: a client folds it into the same
+                # string input the plain answer carries (as pieces of an object, the client's partial
+                # parser would "repair" them into the arguments the script meant to break; a string cut
+                # in pieces it refuses)
+                raw = json.dumps(block["input"])
+                for piece in [raw] if isinstance(block["input"], str) else _pieces(raw):
                     delta = {
                         "type": "content_block_delta",
                         "index": i,
@@ -285,20 +291,23 @@ class OpenAIResponses(Protocol):
         items = [{"role": "user", "content": items}] if isinstance(items, str) else items
         if not isinstance(items, list):
             raise Rejected("input must be a string or a list of items")
-        turns: set[int] = set()
-        plain = 0
+        # One answer's items (its message, its function calls) sit together: a run of assistant-side
+        # items is one turn, split where the ids this server gave say another answer begins.
+        turns, previous = 0, None
         for item in items:
-            if item.get("type") == "function_call" or (item.get("role") == "assistant"):
+            if item.get("type") == "function_call" or item.get("role") == "assistant":
                 found = self._TURN.match(str(item.get("id") or item.get("call_id") or ""))
-                if found:
-                    turns.add(int(found.group(1)))
-                elif item.get("role") == "assistant":
-                    plain += 1
+                index = int(found.group(1)) if found else -1
+                if previous is None or (index >= 0 and previous >= 0 and index != previous):
+                    turns += 1
+                previous = index if index >= 0 else previous if previous is not None else -1
+            else:
+                previous = None
         system = str(body.get("instructions") or "") + "".join(
             str(i.get("content")) for i in items if i.get("role") in ("system", "developer")
         )
         return Conversation(
-            items, len(turns) + plain, system, str(body.get("model", "scripted")), bool(body.get("stream"))
+            items, turns, system, str(body.get("model", "scripted")), bool(body.get("stream"))
         )
 
     def _usage(self, usage: dict[str, int]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from chaos.contract import SessionState, plan_recovery
 from chaos.contract import facts as F
 from chaos.contract.digest import digest
 
-from .provider import ProviderError, complete
+from .provider import PROTOCOLS, ProviderError, complete
 from .session import SessionFile
 from .tools import ToolFailure, declarations, run_tool
 
@@ -53,6 +53,9 @@ class Agent:
             raise ValueError(f"TINY_REFERENCE_BUG: {', '.join(unknown)} is not one of {', '.join(BUGS)}")
         self.base_url = env.get("TINY_BASE_URL", "")
         self.model = env.get("TINY_MODEL", "")
+        self.protocol = env.get("TINY_PROTOCOL") or "openai-chat"
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"TINY_PROTOCOL: {self.protocol} is not one of {', '.join(PROTOCOLS)}")
         self.api_key = env.get("TINY_API_KEY") or None
         self.environment_identity = env.get("TINY_AGENT_ENVIRONMENT_IDENTITY") or str(workspace)
         self.timeout = float(env.get("TINY_TIMEOUT", "60"))
@@ -62,8 +65,8 @@ class Agent:
             "model": self.model or "unset",
             "systemPromptDigest": digest(SYSTEM_PROMPT),
             "tools": [{"name": n, "definitionDigest": d["definitionDigest"]} for n, d in self.tools.items()],
-            "adapterIdentity": "openai-compatible:chat-completions:v1",
-            "routingIdentity": f"openai-compatible:{self.model or 'unset'}",
+            "adapterIdentity": f"{self.protocol}:v1",
+            "routingIdentity": f"{self.protocol}:{self.model or 'unset'}",
             "outputOptionsDigest": digest(OUTPUT_OPTIONS),
         }
         self.recovering = False
@@ -184,7 +187,9 @@ class Agent:
         attempt_id = op.step.attempt_id
         try:
             retries = 1 if "client-retries" in self.bugs else 0  # like SDKs that retry a 429 by default
-            answer = complete(self.base_url, self.model, self.api_key, body, self.timeout, retries)
+            answer = complete(
+                self.base_url, self.model, self.api_key, body, self.timeout, retries, self.protocol
+            )
         except ProviderError as err:
             session.commit(F.step_failed(op, err.code, err.message))
             return
