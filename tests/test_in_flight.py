@@ -54,3 +54,25 @@ def test_a_gate_counts_as_held_until_released(tmp_path: Path) -> None:
         assert not trigger.held()
     finally:
         world.close()
+
+
+def test_a_held_stream_counts_as_held_until_let_go() -> None:
+    """``model-stream[chunks=K]``: the world holds the n-th streamed answer after its first K events."""
+    world = build_world(
+        Scenario(prompt="x", turns=[Turn(text="a streamed answer")]),
+        load_target(REPO / "targets" / "node-reference.toml"),
+        {},
+    )
+    try:
+        trigger = Trigger.arm(world, Crash(Boundary("model-stream", {"chunks": 2})))
+        assert trigger.stream == 1 and not trigger.reached() and not trigger.held()
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+        request = urllib.request.Request(world.server.url + "/chat/completions", json.dumps(body).encode())
+        with urllib.request.urlopen(request, timeout=10) as stream:
+            first = [stream.readline() for _ in range(4)]  # two events: data line, blank line each
+            assert [line for line in first if line.strip()] and trigger.reached() and trigger.held()
+            trigger.disarm()
+            rest = stream.read()
+        assert b"[DONE]" in rest and not trigger.held(), "let go: a kill now would not be exact"
+    finally:
+        world.close()

@@ -64,6 +64,7 @@ class Phase:
     log_before: bytes = b""  # the log when the phase started
     log_after: bytes = b""  # the log the moment the process was gone
     requests: tuple[int, int] = (0, 0)  # the model server's requests [from, to) received during the phase
+    streams: int = 0  # answers the model server streamed during the phase
     effects: list[str] = field(default_factory=list)  # effects the ledger saw start during the phase
     strays: list[str] = field(default_factory=list)  # written beside the workspace during the phase
     # Durability, where the tracer saw the syncs (None where it did not): the log's durable length when
@@ -105,6 +106,7 @@ class Phase:
             "logBefore": self.committed_before,
             "logAfter": len(self.log_after),
             "requests": self.requests[1] - self.requests[0],
+            "streams": self.streams,
             "effects": self.effects,
             "strays": self.strays,
             "durable": self.durable,
@@ -116,23 +118,34 @@ def _effect_starts(world: World) -> list[str]:
     return [e["effect"] for e in read_ledger(world.box.ledger) if e["phase"] == "start"]
 
 
+@dataclass(frozen=True)
+class _Before:
+    """What the world had seen when a phase started, to tell what the phase itself did."""
+
+    requests: int
+    streams: int
+    effects: int
+    strays: frozenset[str]
+
+    @classmethod
+    def of(cls, world: World) -> _Before:
+        server = world.server
+        strays = frozenset(world.box.strays())
+        return cls(len(server.requests), server.streams, len(_effect_starts(world)), strays)
+
+
 def _settle(
-    world: World,
-    phase: Phase,
-    proc: TracedProcess,
-    started: float,
-    ended: bool,
-    before: tuple[int, int, set[str]],
+    world: World, phase: Phase, proc: TracedProcess, started: float, ended: bool, before: _Before
 ) -> None:
     """What the phase's process did, once it is gone (or handed on, paused)."""
-    first_request, effects_before, strays_before = before
     if proc.fault is not None:
         raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
     phase.seconds = time.monotonic() - started
     phase.timed_out = not ended
-    phase.requests = (first_request, len(world.server.requests))
-    phase.effects = _effect_starts(world)[effects_before:]
-    phase.strays = sorted(set(world.box.strays()) - strays_before)
+    phase.requests = (before.requests, len(world.server.requests))
+    phase.streams = world.server.streams - before.streams
+    phase.effects = _effect_starts(world)[before.effects :]
+    phase.strays = sorted(set(world.box.strays()) - before.strays)
     phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
     phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
 
@@ -147,7 +160,7 @@ def continue_phase(
     paused.frozen = None
     phase.log_before = world.log()
     phase.ledger_before = len(read_ledger(world.box.ledger))
-    before = (len(world.server.requests), len(_effect_starts(world)), set(world.box.strays()))
+    before = _Before.of(world)
     started, exited = time.monotonic(), False
     try:
         proc.signal_group(signal.SIGCONT)
@@ -191,8 +204,7 @@ def run_phase(
             f"a power-loss crash needs to see the agent's sync calls, and exact kills are unavailable here "
             f"({trace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
         )
-    first_request, effects_before = len(world.server.requests), len(_effect_starts(world))
-    strays_before = set(world.box.strays())
+    before = _Before.of(world)
     trigger = Trigger.arm(world, crash) if crash else None
     tear = (lambda: str(world.log_path())) if crash and crash.torn else None
     traps = (trigger is not None and trigger.durable) or power_loss
@@ -230,7 +242,7 @@ def run_phase(
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
-    _settle(world, phase, proc, started, exited or handed_on, (first_request, effects_before, strays_before))
+    _settle(world, phase, proc, started, exited or handed_on, before)
     if durability is not None:
         phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
     phase.killed = stopper.stopped and stopper.signum == signal.SIGKILL  # SIGINT: an abort it handles

@@ -3,8 +3,8 @@
 A ``Trigger`` arms one boundary in the world before the phase starts: a
 durable boundary is judged on the committed log with the target stopped at
 its next write (see ``chaos.process.trace``); an in-flight boundary is one the
-world holds exactly (the model server keeps a request, a ledger gate keeps an
-effect). A ``Stopper`` then decides, at every trap (``at_trap``, durable
+world holds exactly (the model server keeps a request, or a streamed answer
+after its first events; a ledger gate keeps an effect). A ``Stopper`` then decides, at every trap (``at_trap``, durable
 boundaries) or tick of the phase loop (``tick``, world-held ones), and carries
 the stop out through one path, ``fire``: SIGKILL the whole tree, or deliver
 SIGINT; optionally after a person decided at a pause, or after letting the
@@ -36,6 +36,7 @@ class Trigger:
     crash: Crash
     watch: Watch | None = None  # durable boundaries
     request: int | None = None  # the held model request's number
+    stream: int | None = None  # the held streamed answer's number
     gate: str | None = None  # the ledger gate, e.g. deploy.during#2
 
     @classmethod
@@ -46,6 +47,10 @@ class Trigger:
             number = len(world.server.requests) + boundary.nth
             world.server.hold_request(number)
             return cls(world, crash, request=number)
+        if boundary.what == "model-stream":
+            number = world.server.streams + boundary.nth
+            world.server.hold_stream(number, int(boundary.where.get("chunks", 1)))
+            return cls(world, crash, stream=number)
         if boundary.in_flight:
             effect = boundary.where["effect"]
             done = sum(
@@ -69,6 +74,8 @@ class Trigger:
             return self.watch.poll()
         if self.request is not None:
             return len(self.world.server.requests) >= self.request
+        if self.stream is not None:
+            return self.world.server.stream_held(self.stream)
         assert self.gate is not None
         return self.world.box.waiting(self.gate)
 
@@ -76,6 +83,8 @@ class Trigger:
         """For an in-flight boundary: the world still holds it (no answer sent, the gate still shut)."""
         if self.request is not None:
             return self.world.server.still_held(self.request)
+        if self.stream is not None:
+            return self.world.server.stream_held(self.stream)
         return (
             self.gate is not None
             and self.world.box.waiting(self.gate)

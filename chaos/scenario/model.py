@@ -23,7 +23,7 @@ from chaos.contract.kinds import ENTRIES, RECORDS, kind_of
 
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
-IN_FLIGHT = ("model-request", "effect-running", "effect-done")
+IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
 OUTCOMES = ("completed", "blocked", "failed", "aborted")
 BLOCKED_REASONS = (
@@ -68,7 +68,8 @@ class Boundary:
     ``what`` is a record type (``toolStarted``), an entry (``entry:<stopReason>``,
     ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
     ``header`` (the log exists, no transaction yet), ``any`` (the n-th fact, whatever it is),
-    or an in-flight boundary (``model-request``, ``effect-running[effect=deploy]``).
+    or an in-flight boundary (``model-request``; ``model-stream[chunks=K]``, a streamed answer held
+    after its first K events, 1 when not given; ``effect-running[effect=deploy]``).
     Written as text: ``toolStarted[toolName=bash]#2``.
     """
 
@@ -85,6 +86,13 @@ class Boundary:
             if set(self.where) != {"effect"} or not isinstance(self.where["effect"], str):
                 raise ValueError(
                     f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
+                )
+            return
+        if self.what == "model-stream":
+            chunks = self.where.get("chunks", 1)
+            if set(self.where) - {"chunks"} or type(chunks) is not int or chunks < 1:
+                raise ValueError(
+                    "model-stream takes only the filter [chunks=K], K events sent before the hold (1 or more)"
                 )
             return
         fields = _fields(self.what)

@@ -62,6 +62,7 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
     boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
     requests = phase.requests[1] - phase.requests[0]
     boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
+    boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.streams + 1)]
     seen: dict[str, int] = {}
     for effect in phase.effects:
         seen[effect] = seen.get(effect, 0) + 1
