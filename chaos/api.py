@@ -15,6 +15,7 @@ from chaos.bundled import scenario_path, scenarios_folder
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.cycle.cycle import Pause
+from chaos.doctor.doctor import PROBES, Diagnosis, diagnose
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
@@ -88,6 +89,13 @@ class SweepResult:
     def ok(self) -> bool:
         """No failure but the known ones (all failures, without a baseline), and not interrupted."""
         return not self.summary["new"] and not self.interrupted
+
+
+def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 20.0) -> Diagnosis:
+    """Run ``ref`` on the doctor's two small worlds: is it usable by ``sweep``, and if not, why."""
+    target = target_of(ref, PROBES[0])
+    folder = results or Path("results") / "target-check" / f"{target.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return diagnose(target, folder, timeout)
 
 
 def default_scenarios() -> list[Path]:

@@ -175,6 +175,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict.ok else EXIT_FINDING
 
 
+def cmd_target_check(args: argparse.Namespace) -> int:
+    _notice_polling()
+    diagnosis = api.check_target(
+        args.target, Path(args.results) if args.results else None, args.timeout or 20.0
+    )
+    _say(diagnosis.text())
+    return diagnosis.exit_code
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_run(build_parser().parse_args(["run", DEMO, *_passed_on(args)]))
 
@@ -513,6 +522,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="default: RESULTS_DIR/report.html")
     p.add_argument("--baseline", metavar="FILE", help="mark the failures it lists as known")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("target", help="work with target files: chaos target check TARGET")
+    actions = p.add_subparsers(dest="action", required=True)
+    p = actions.add_parser(
+        "check",
+        help="is TARGET usable by chaos sweep? exit 0 yes, 2 change the target file (says what), 1 agent bug",
+    )
+    p.add_argument(
+        "target", metavar="TARGET", help="target name (targets/NAME.toml, or bundled) or spec path"
+    )
+    p.add_argument("--timeout", type=seconds, help="seconds per phase (default 20)")
+    p.add_argument("--results", metavar="DIR", help="default: results/target-check/<target>-<time>")
+    p.set_defaults(func=cmd_target_check)
     p = sub.add_parser("demo", help=f"chaos run {DEMO}: the contract's section-8 crash")
     p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
     _target_env(p)

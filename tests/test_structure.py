@@ -23,6 +23,7 @@ STAGES = [
     ("chaos.mine",),
     ("chaos.triage",),
     ("chaos.report",),
+    ("chaos.doctor",),
     ("chaos.sweep",),
     ("chaos.explore",),
     ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.__main__", "chaos"),

@@ -42,8 +42,9 @@ def _ask(world: World, config: Configuration) -> dict[str, Any]:
         value = parse_json(done.stdout.strip())
     except FramingError as err:
         raise TargetUnusable(
-            f"{target.path}: configuration.command printed no strict JSON ({err.code}); "
-            f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-300:]}"
+            f"{target.path}: configuration.command printed no strict JSON ({err.code}): "
+            f"{done.stdout.decode(errors='replace')[:200]!r}; exit {done.returncode}, stderr "
+            f"{done.stderr.decode(errors='replace')[-300:]!r}"
         ) from None
     reason = current_configuration.why(value)
     if reason:

@@ -1,0 +1,201 @@
+"""``chaos target check``: is a target file usable by ``chaos sweep``, and if not, what to change.
+
+A new target fails first on the plumbing: a ``sessions`` glob that matches
+nothing, exit codes that do not mean what ``[exit]`` says, a configuration
+command that prints something else, an environment identity that never
+reaches the agent. A sweep reports those as hundreds of cases; the doctor
+runs the target on two small worlds (one turn; two turns crashed at the
+read's ``toolStarted``) and turns what it saw into one line per concern, each
+failed one with what to change in the target file, or, where the target file
+is fine and the agent misbehaved, the agent's own bug named as such.
+
+Exit codes follow chaos's contract: 0 the target is usable, 2 the target file
+needs changing (unusable input), 1 the file is fine but the agent broke a
+promise on these small worlds (a finding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.case.run import run_case
+from chaos.case.verdict import Verdict
+from chaos.check.checks import Check, reduces
+from chaos.contract.framing import committed_facts
+from chaos.contract.reducer import Reducer
+from chaos.errors import UsageError
+from chaos.process.phase import Phase
+from chaos.report.text import printable
+from chaos.scenario.model import Boundary, Crash, Scenario, Turn, WorkspaceFile
+from chaos.scenario.target import Target
+
+READ = {"name": "read", "arguments": {"path": "README.md"}}
+PROBES = (
+    Scenario(
+        prompt="Say hello.",
+        turns=[Turn(text="Hello.")],
+        name="doctor-one-turn",
+        description="one turn: start runs it to its end, resume of the finished session appends nothing",
+    ),
+    Scenario(
+        prompt="Read the README.",
+        files={"README.md": WorkspaceFile("hello\n")},
+        turns=[Turn(tool_calls=[READ]), Turn(text="It says hello.")],
+        crash=Crash(Boundary("toolStarted", {"toolName": "read"})),
+        name="doctor-two-turns",
+        description="two turns, SIGKILL at the read's toolStarted: resume must finish the session",
+    ),
+)
+
+
+@dataclass
+class Concern:
+    """One thing a usable target must get right; ``problems`` empty when it does."""
+
+    title: str
+    file: bool  # a problem here is the target file's (exit 2), else the agent's (exit 1)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class Diagnosis:
+    target: Target
+    concerns: list[Concern]
+    folder: Path
+
+    @property
+    def exit_code(self) -> int:
+        if any(c.file and not c.ok for c in self.concerns):
+            return 2
+        return 1 if any(not c.ok for c in self.concerns) else 0
+
+    def text(self) -> str:
+        lines = [f"chaos target check {self.target.path}"]
+        for concern in self.concerns:
+            lines.append(f"  {'✓' if concern.ok else '✗'} {concern.title}")
+            lines += [f"      {printable(p)}" for p in concern.problems]
+        verdict = {
+            0: "usable: chaos sweep can drive this target",
+            1: "the target file is usable, but the agent broke a recovery promise on these small worlds "
+            "(a finding: see the runs)",
+            2: "not usable yet: change the target file as said above",
+        }[self.exit_code]
+        return "\n".join([*lines, verdict, f"  runs: {self.folder}"])
+
+
+CONFIGURATION = (
+    "make [configuration] command print, as one line of JSON, the planner's current configuration "
+    "(SESSION-CONTRACT.md: configurationDigest, environmentIdentity, tools), or replace it with "
+    "derive = true and declare the tools in [[tools]]"
+)
+
+# Checks whose failure means the target file, not the agent, is wrong, when the log itself is fine.
+ADVICE: dict[str, str] = {
+    "timeout": "a phase did not end in time: if the agent is slow, raise --timeout; if it waits for input, "
+    "give it everything on the command line (start/resume) or in [env]",
+    "processes": "a process of the agent outlived its phase: the agent must not leave children behind",
+    "sandbox": "the agent wrote beside its workspace: keep every path inside {workspace} (cwd, sessions, "
+    "tool paths)",
+}
+
+
+def _outcome_problems(verdict: Verdict, target: Target) -> list[str]:
+    """The exit code against ``[exit]`` and the outcome the agent's own log records."""
+    problems = []
+    for phase in verdict.phases:
+        if phase.returncode is None or phase.killed or not reduces(phase.log_after):
+            continue  # an agent that refuses a corrupt log may exit as it likes: the log check says why
+        finished = [
+            f["record"]["outcome"]
+            for f in committed_facts(phase.log_after)[len(committed_facts(phase.log_before)) :]
+            if f.get("record", {}).get("type") == "operationFinished"
+        ]
+        logged = str(finished[-1]) if finished else None
+        named = target.outcome_of(phase.returncode)
+        if named is None:
+            hint = f"; its log says {logged}: set [exit] {logged} = {phase.returncode}" if logged else ""
+            problems.append(f"{phase.name} exited {phase.returncode}, which [exit] does not name{hint}")
+        elif logged and named != logged:
+            problems.append(
+                f"{phase.name} exited {phase.returncode}, which [exit] calls {named}, but its log finished the "
+                f"operation {logged}: set [exit] {logged} = {phase.returncode}"
+            )
+    return problems
+
+
+def _identity_problems(verdict: Verdict, target: Target) -> list[str]:
+    state = Reducer.of(verdict.evidence.start.log_after).state
+    header = state.header if state is not None else None
+    wanted = verdict.scenario.start.environment_identity or target.environment_identity
+    if header is None or not wanted:
+        return []
+    got = header.get("environmentIdentity")
+    if got == wanted:
+        return []
+    return [
+        f"the log's header says environmentIdentity {str(got)!r}, not the {wanted!r} chaos gave as "
+        "{environment_identity}: pass {environment_identity} to the agent in [env] (the variable it reads "
+        "its identity from), or the planner cannot see an environment change"
+    ]
+
+
+def _failed(verdicts: list[Verdict], wanted: Callable[[Check], bool]) -> list[str]:
+    return [f"{v.scenario.name}: {c.text()}" for v in verdicts for c in v.failed if wanted(c)]
+
+
+def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
+    """Run the probes against ``target`` (results under ``folder``) and say what to change."""
+    runs = Concern(
+        "the start and resume commands run, and the agent writes its log where sessions says", True
+    )
+    log = Concern("the log is a v2 session log the contract's reducer accepts, appended only", False)
+    exits = Concern("exit codes mean what [exit] says", True)
+    configuration = Concern(
+        "the configuration command prints JSON the planner accepts (or derive works)", True
+    )
+    identity = Concern("the environment identity chaos gives reaches the agent", True)
+    recovery = Concern("resume finishes a crashed session as the contract plans", False)
+    hygiene = Concern("phases end in time, leave no process, and write nothing outside the workspace", False)
+    concerns = [runs, log, exits, configuration, identity, recovery, hygiene]
+    verdicts: list[Verdict] = []
+    for probe in PROBES:
+        try:
+            verdicts.append(run_case(probe, target, folder=folder / probe.name, timeout=timeout))
+        except UsageError as err:
+            message = str(err)
+            if "configuration" in message:
+                configuration.problems += [f"{probe.name}: {message}", CONFIGURATION]
+            else:
+                runs.problems.append(f"{probe.name}: {message}")
+            break
+    for verdict in verdicts:
+        exits.problems += [f"{verdict.scenario.name}: {p}" for p in _outcome_problems(verdict, target)]
+        identity.problems = identity.problems or _identity_problems(verdict, target)
+        _crashed_without_trace(verdict, runs)
+    log.problems += _failed(verdicts, lambda c: c.id in ("prefix-reduces", "final-reduces", "append-only"))
+    if any(c.id == "append-only" for v in verdicts for c in v.failed):
+        log.problems.append("the agent rewrote committed bytes of its log: a session log is append-only")
+    hygiene.problems += _failed(verdicts, lambda c: c.id in ("timeout", "processes", "sandbox"))
+    hygiene.problems += sorted({ADVICE[c.id] for v in verdicts for c in v.failed if c.id in ADVICE})
+    if not exits.problems:  # an outcome check that failed for another reason is the agent's doing
+        recovery.problems += _failed(verdicts, lambda c: c.id == "outcome")
+    judged = {"prefix-reduces", "final-reduces", "append-only", "timeout", "processes", "sandbox", "outcome"}
+    recovery.problems += _failed(verdicts, lambda c: c.id not in judged)
+    return Diagnosis(target, concerns, folder)
+
+
+def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
+    """A phase that died on its own before writing anything is a command that does not run."""
+    phase: Phase
+    for phase in verdict.phases:
+        if phase.returncode not in (None, 0) and not phase.killed and not phase.log_after:
+            runs.problems.append(
+                f"{verdict.scenario.name}: {phase.name} exited {phase.returncode} without writing a log; "
+                f"see {verdict.folder / (phase.name + '.stderr')}"
+            )
