@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,10 @@ def no_process_outlives_a_test() -> Any:
     for proc in leftovers:
         proc.kill()
     assert not leftovers, f"processes outlived the test: {[p.pid for p in leftovers]}"
+
+
+# The bundled Node.js agent's tests skip where node is absent, unless CI says it must be there.
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None and not os.environ.get("CHAOS_REQUIRE_NODE"),
+    reason="no node on PATH (.ci/run installs Debian's nodejs)",
+)

@@ -5,17 +5,14 @@ is caught. Skipped with a reason where ``node`` is absent (.ci/run installs it).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from chaos.cli import main
-from tests.conftest import REPO, needs_ptrace
+from tests.conftest import REPO, needs_node, needs_ptrace
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None, reason="no node on PATH (.ci/run installs Debian's nodejs)"
-)
+pytestmark = needs_node
 NODE = ["--target", "node-reference"]
 
 

@@ -111,3 +111,14 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     exec(compile(example.group(1), "README.md", "exec"), {})
     assert list((tmp_path / "results" / "runs").iterdir()), "it ran a real case"
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """pyproject lists the packages by hand (the bundled folders are mapped): a new stage must be in it."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {
+        ".".join(path.parent.relative_to(REPO).parts) for path in (REPO / "chaos").rglob("__init__.py")
+    }
+    assert present <= listed, f"missing from [tool.setuptools] packages: {sorted(present - listed)}"

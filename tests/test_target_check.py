@@ -4,22 +4,24 @@ file, 1 for the agent's own misbehaviour, never a traceback)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from chaos.cli import main
-from tests.conftest import REPO, needs_ptrace
+from tests.conftest import REPO, needs_node, needs_ptrace
 
-BUNDLED = ["reference", "reference-anthropic", "reference-responses", "node-reference"]
+BUNDLED = [
+    "reference",
+    "reference-anthropic",
+    "reference-responses",
+    pytest.param("node-reference", marks=needs_node),
+]
 
 
 @needs_ptrace
 @pytest.mark.parametrize("target", BUNDLED)
 def test_bundled_targets_are_usable(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if target.startswith("node") and shutil.which("node") is None:
-        pytest.skip("no node on PATH (.ci/run installs Debian's nodejs)")
     code = main(["target", "check", target, "--results", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
