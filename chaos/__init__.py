@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 from chaos.version import __version__
 
 if TYPE_CHECKING:
-    from chaos.api import SweepResult, run, sweep
+    from chaos.api import SweepResult, check_target, run, sweep
     from chaos.case.verdict import Verdict
     from chaos.check.checks import CATALOG, Check
     from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
+    from chaos.doctor.doctor import Diagnosis
     from chaos.errors import ChaosFault, Interrupted, SpecError, TargetUnusable, UsageError
     from chaos.scenario import (
         Boundary,
@@ -48,6 +49,8 @@ _HOMES = {
     "SweepResult": "chaos.api",
     "run": "chaos.api",
     "sweep": "chaos.api",
+    "check_target": "chaos.api",
+    "Diagnosis": "chaos.doctor.doctor",
     "Verdict": "chaos.case.verdict",
     "CATALOG": "chaos.check.checks",
     "Check": "chaos.check.checks",
@@ -92,6 +95,7 @@ __all__ = [
     "Configuration",
     "ContractError",
     "Crash",
+    "Diagnosis",
     "Expect",
     "Interrupted",
     "Reducer",
@@ -107,6 +111,7 @@ __all__ = [
     "WorkspaceFile",
     "__version__",
     "call",
+    "check_target",
     "load_scenario",
     "load_target",
     "plan_recovery",
