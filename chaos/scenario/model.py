@@ -235,6 +235,18 @@ def file_conflicts(names: list[str]) -> tuple[str, str] | None:
     return None
 
 
+def files_problem(names: list[str]) -> str | None:
+    """Why ``names`` cannot be the files of one workspace, or None when they can."""
+    for name in names:
+        problem = workspace_path_problem(name)
+        if problem:
+            return f"{name!r}: {problem}"
+    conflict = file_conflicts(names)
+    if conflict:
+        return f"{conflict[0]!r} cannot be both a file and the folder of {conflict[1]!r}"
+    return None
+
+
 @dataclass(frozen=True)
 class Configuration:
     """What the agent is told about its configuration; ``None`` keeps the target's default."""
@@ -307,15 +319,9 @@ class Scenario:
             raise ValueError(f"timeout {self.timeout} must be a finite number of seconds, more than 0")
         if self.operation not in OPERATIONS:
             raise ValueError(f"operation {self.operation!r} is not one of {', '.join(OPERATIONS)}")
-        for name in files:
-            problem = workspace_path_problem(name)
-            if problem:
-                raise ValueError(f"files[{name!r}]: {problem}")
-        conflict = file_conflicts(list(files))
-        if conflict:
-            raise ValueError(
-                f"files: {conflict[0]!r} cannot be both a file and the folder of {conflict[1]!r}"
-            )
+        problem = files_problem(list(files))
+        if problem:
+            raise ValueError(f"files: {problem}")
 
     def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
         """The same world crashed elsewhere; expectations become derived unless the crashes are the scenario's."""

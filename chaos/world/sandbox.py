@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from chaos.scenario.model import WorkspaceFile, file_conflicts, workspace_path_problem
+from chaos.scenario.model import WorkspaceFile, files_problem
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 PREFIX = "chaos-"
@@ -114,13 +114,9 @@ def make_sandbox(files: dict[str, WorkspaceFile], parent: Path | None = None) ->
     A path that cannot be a workspace file is refused with ValueError before
     anything is created; nothing is left behind when creation fails.
     """
-    for name in files:
-        problem = workspace_path_problem(name)
-        if problem:
-            raise ValueError(f"workspace file {name!r}: {problem}")
-    conflict = file_conflicts(list(files))
-    if conflict:
-        raise ValueError(f"workspace file {conflict[0]!r} cannot also be the folder of {conflict[1]!r}")
+    problem = files_problem(list(files))
+    if problem:
+        raise ValueError(f"workspace files: {problem}")
     root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent)).resolve()
     box = Sandbox(root)
     try:
