@@ -29,6 +29,9 @@ from chaos.mine.miner import Miner
 from chaos.scenario import load_target
 
 REPO = Path(__file__).resolve().parent.parent
+# Switches only a crash mode that explore leaves off by default can show: the bench turns it on for them.
+NEEDS_POWER_LOSS = {"no-fsync"}
+NEEDS_TWO_WRITERS = {"no-session-lock"}
 
 
 def bugs(args: argparse.Namespace) -> None:
@@ -41,7 +44,18 @@ def bugs(args: argparse.Namespace) -> None:
             work = Path(tempfile.mkdtemp(prefix="chaos-explore-bench-"))
             try:
                 env = {"TINY_REFERENCE_BUG": bug}
-                run = Exploration(target, env, work, args.budget, seed, 10_000, args.shrink_budget, 1)
+                run = Exploration(
+                    target,
+                    env,
+                    work,
+                    args.budget,
+                    seed,
+                    10_000,
+                    args.shrink_budget,
+                    1,
+                    power_loss=bug in NEEDS_POWER_LOSS,
+                    two_writers=bug in NEEDS_TWO_WRITERS,
+                )
                 run.run(tools)
                 if not run.found:
                     continue

@@ -25,6 +25,10 @@ class TargetUnusable(UsageError):
     a session glob that matches nothing the agent wrote."""
 
 
+class ConfigurationUnusable(TargetUnusable):
+    """The target's configuration command failed or printed what the planner cannot use."""
+
+
 class ChaosFault(Exception):
     """chaos itself failed (exit 2): not a finding against the agent; the message gives the cause."""
 

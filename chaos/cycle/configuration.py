@@ -18,7 +18,7 @@ import orjson
 from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
-from chaos.errors import TargetUnusable
+from chaos.errors import ConfigurationUnusable
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target
 from chaos.world.world import World, build_world
@@ -37,18 +37,22 @@ def _ask(world: World, config: Configuration) -> dict[str, Any]:
             argv, cwd=world.cwd, env=world.env(config, []), capture_output=True, timeout=30, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise TargetUnusable(f"{target.path}: configuration command {argv[0]!r} failed: {err}") from None
+        raise ConfigurationUnusable(
+            f"{target.path}: configuration command {argv[0]!r} failed: {err}"
+        ) from None
     try:
         value = parse_json(done.stdout.strip())
     except FramingError as err:
-        raise TargetUnusable(
+        raise ConfigurationUnusable(
             f"{target.path}: configuration.command printed no strict JSON ({err.code}): "
             f"{done.stdout.decode(errors='replace')[:200]!r}; exit {done.returncode}, stderr "
             f"{done.stderr.decode(errors='replace')[-300:]!r}"
         ) from None
     reason = current_configuration.why(value)
     if reason:
-        raise TargetUnusable(f"{target.path}: configuration.command printed a bad configuration: {reason}")
+        raise ConfigurationUnusable(
+            f"{target.path}: configuration.command printed a bad configuration: {reason}"
+        )
     return value  # type: ignore[no-any-return]
 
 
@@ -84,7 +88,7 @@ def target_current(target: Target, extra_env: dict[str, str]) -> dict[str, Any]:
 def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:
     """The recorded configuration, with the target's declared tools: only valid when nothing changes."""
     if config.model or config.tools:
-        raise TargetUnusable(
+        raise ConfigurationUnusable(
             f"{world.target.path}: derives its configuration from the log, so a scenario cannot change "
             "the model or tools; give the target a configuration command"
         )

@@ -25,8 +25,7 @@ from chaos.case.verdict import Verdict
 from chaos.check.checks import Check, reduces
 from chaos.contract.framing import committed_facts
 from chaos.contract.reducer import Reducer
-from chaos.errors import UsageError
-from chaos.process.phase import Phase
+from chaos.errors import ConfigurationUnusable, UsageError
 from chaos.report.text import printable
 from chaos.scenario.model import Boundary, Crash, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
@@ -167,12 +166,11 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     for probe in PROBES:
         try:
             verdicts.append(run_case(probe, target, folder=folder / probe.name, timeout=timeout))
+        except ConfigurationUnusable as err:
+            configuration.problems += [f"{probe.name}: {err}", CONFIGURATION]
+            break
         except UsageError as err:
-            message = str(err)
-            if "configuration" in message:
-                configuration.problems += [f"{probe.name}: {message}", CONFIGURATION]
-            else:
-                runs.problems.append(f"{probe.name}: {message}")
+            runs.problems.append(f"{probe.name}: {err}")
             break
     for verdict in verdicts:
         exits.problems += [f"{verdict.scenario.name}: {p}" for p in _outcome_problems(verdict, target)]
@@ -192,7 +190,6 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
 
 def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
     """A phase that died on its own before writing anything is a command that does not run."""
-    phase: Phase
     for phase in verdict.phases:
         if phase.returncode not in (None, 0) and not phase.killed and not phase.log_after:
             runs.problems.append(
