@@ -6,6 +6,15 @@ through ``kill`` and ``signal``. ptrace requests must come from the thread
 that started the tracee, so each process owns a thread that spawns it and
 runs the wait loop. Whatever goes wrong inside that thread is kept as
 ``fault`` and surfaces as chaos's own error, never as the agent's behaviour.
+
+The traced agent stays stopped at each trap until that thread has judged it,
+and the thread needs the GIL to do so. Any busy Python thread in the process
+(another case of a ``-j 2`` sweep reducing a log, a test suite's leftovers, a
+user's own code around the API) holds it for up to the interpreter's switch
+interval, 5 ms by default, at every trap: a Node.js agent sweep measured 10x
+slower beside one busy thread. While any process is traced, the switch
+interval is therefore lowered to ``SWITCH_INTERVAL`` (``_Responsive``), and
+restored when the last one is gone.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +33,33 @@ from typing import Protocol
 from chaos.errors import TargetUnusable
 from chaos.process import trace
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
+
+SWITCH_INTERVAL = 0.0005  # seconds a busy Python thread may hold the GIL while an agent waits at a trap
+
+
+class _Responsive:
+    """Lower the interpreter's switch interval while at least one traced process is alive."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved = 0.0
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                self._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._saved, SWITCH_INTERVAL))
+            self._users += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                sys.setswitchinterval(self._saved)
+
+
+RESPONSIVE = _Responsive()
 
 
 class Policy(Protocol):
@@ -67,6 +104,15 @@ class TracedProcess:
             raise TargetUnusable(f"cannot start the target {argv[0]!r}: {self.fault}")
 
     def _main(
+        self, cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, started: threading.Event
+    ) -> None:
+        RESPONSIVE.enter()
+        try:
+            self._serve(cwd, env, stdout, stderr, started)
+        finally:
+            RESPONSIVE.leave()
+
+    def _serve(
         self, cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, started: threading.Event
     ) -> None:
         try:
