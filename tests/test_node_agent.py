@@ -5,6 +5,8 @@ is caught. Skipped with a reason where ``node`` is absent (.ci/run installs it).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
