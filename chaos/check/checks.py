@@ -19,6 +19,7 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.contract.describe import detail, plan_text
 from chaos.contract.framing import committed_facts, committed_length
 from chaos.contract.kinds import kind_of
+from chaos.contract.shapes import USAGE_KEYS
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase, PhaseKind
 
@@ -146,6 +147,12 @@ def _finished(log: bytes) -> list[dict[str, Any]]:
     return [f["record"] for f in facts(log) if f.get("record", {}).get("type") == "operationFinished"]
 
 
+def appended_finishes(phase: Phase) -> list[dict[str, Any]]:
+    """The ``operationFinished`` records ``phase`` appended to the log it started from."""
+    before = phase.log_before[: committed_length(phase.log_before)]
+    return _finished(phase.log_after)[len(_finished(before)) if before else 0 :]
+
+
 def derived_outcome(ev: Evidence, ending: Phase) -> tuple[str | None, str | None]:
     """What the ending process must report, as the oracle reads the logs: (outcome, blocked reason).
 
@@ -156,15 +163,14 @@ def derived_outcome(ev: Evidence, ending: Phase) -> tuple[str | None, str | None
     the final log's plan, and a check of the final log against itself cannot fail. (None, None)
     when the oracle cannot read the logs.
     """
-    before = ending.log_before[: committed_length(ending.log_before)]
     if ending is not ev.start and ending.kind is not PhaseKind.CONTINUED:  # a resume plans under the gates
-        planned = plan(before, ev.current)
+        planned = plan(ending.log_before[: committed_length(ending.log_before)], ev.current)
         if planned is None:
             return None, None
         if planned["type"] == "blocked":
             return "blocked", planned["reason"]
     after = ending.log_after
-    finished = _finished(after)[len(_finished(before)) if before else 0 :]
+    finished = appended_finishes(ending)
     if finished:
         return finished[-1]["outcome"], None
     planned, state = plan(after, ev.current), reduced(after).state
@@ -409,8 +415,10 @@ def check_effects(ev: Evidence) -> list[Check]:
     return checks
 
 
-def _usage_of(counters: dict[str, int]) -> tuple[int, int, int, int]:
-    return (counters["input"], counters["output"], counters["cacheRead"], counters["cacheWrite"])
+def _add_usage(totals: dict[str, tuple[int, ...]], owner: str, counters: dict[str, int]) -> None:
+    """Add ``counters`` to ``owner``'s running totals (a tuple in ``USAGE_KEYS`` order)."""
+    mine = totals.get(owner, (0,) * len(USAGE_KEYS))
+    totals[owner] = tuple(a + counters[k] for a, k in zip(mine, USAGE_KEYS, strict=True))
 
 
 def check_requests(ev: Evidence) -> list[Check]:
@@ -437,21 +445,15 @@ def check_requests(ev: Evidence) -> list[Check]:
         )
     ]
     last = ev.resumes[-1].log_after if ev.resumes else ev.prefix
-    zero = (0, 0, 0, 0)
+    zero = (0,) * len(USAGE_KEYS)
     billed: dict[str, tuple[int, ...]] = {}
     for r in ev.requests:
         if r.get("status") == 200 and r.get("billed"):
-            owner = r.get("attempt") or f"request {r['received']}"
-            billed[owner] = tuple(
-                a + b for a, b in zip(billed.get(owner, zero), _usage_of(r["billed"]), strict=True)
-            )
+            _add_usage(billed, r.get("attempt") or f"request {r['received']}", r["billed"])
     logged: dict[str, tuple[int, ...]] = {}
     for fact in facts(last):
         if fact["kind"] == "usage" and "attemptId" in fact:
-            owner = fact["attemptId"]
-            logged[owner] = tuple(
-                a + b for a, b in zip(logged.get(owner, zero), _usage_of(fact["usage"]), strict=True)
-            )
+            _add_usage(logged, fact["attemptId"], fact["usage"])
     wrong = [
         f"attempt {a[:13]}... recorded {list(u)}, billed {list(billed[a]) if a in billed else 'nothing'}"
         for a, u in logged.items()
@@ -522,9 +524,9 @@ def check_writers(ev: Evidence) -> list[Check]:
         return []
     second = ev.recoveries[0] if ev.recoveries else None
     wrote = [
-        f"{p.name} appended {len(p.log_after) - p.committed_before} bytes"
+        f"{p.name} appended {p.appended} bytes"
         for p in (second, continued)
-        if p is not None and len(p.log_after) > p.committed_before
+        if p is not None and p.appended > 0
     ]
     return [
         Check(

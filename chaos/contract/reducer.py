@@ -26,6 +26,7 @@ from typing import Any
 from chaos.contract import shapes
 from chaos.contract.digest import canonical_closed, digest_closed
 from chaos.contract.framing import FramingError, parse_json, parse_line
+from chaos.contract.shapes import USAGE_KEYS
 
 SYNTHETIC_CONTENT = {
     "invalidArguments": "Error: Tool arguments were invalid; the tool was not executed.",
@@ -35,7 +36,6 @@ SYNTHETIC_CONTENT = {
     "interrupted": "Operation interrupted after execution status became unknown; the tool was not replayed.",
 }
 COMPACTED_PREFIX = "[Compacted history]\n"
-_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 
 
 class ContractError(Exception):
@@ -243,7 +243,7 @@ class SessionState:
             "header": dict(self.header),
             "transcript": list(self.transcript),
             "activeContext": [m for _, m in self.active],
-            "usage": dict(zip(_USAGE_KEYS, self.usage, strict=True)),
+            "usage": dict(zip(USAGE_KEYS, self.usage, strict=True)),
             "operation": self.operation.to_json() if self.operation is not None else {"kind": "idle"},
             "repairedLength": repaired_length,
         }
@@ -696,7 +696,7 @@ class Reducer:
         if owner != fact["operationId"]:  # owners are opened operations, so this also checks it exists
             raise _Violation("INVALID_REFERENCE")
         counters = fact["usage"]
-        totals = tuple(a + counters[k] for a, k in zip(st.usage, _USAGE_KEYS, strict=True))
+        totals = tuple(a + counters[k] for a, k in zip(st.usage, USAGE_KEYS, strict=True))
         if max(totals) > shapes.MAX_SAFE:
             raise _Violation("INVALID_FACT")
         self._j.set(st, "usage", totals)

@@ -373,7 +373,8 @@ def record_valid(record: Any) -> bool:
 record_valid.schema = _record_schema()  # type: ignore[attr-defined]
 
 
-usage_counters = Shape({"input": safe_int, "output": safe_int, "cacheRead": safe_int, "cacheWrite": safe_int})
+USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a usage fact's counters, in this order
+usage_counters = Shape(dict.fromkeys(USAGE_KEYS, safe_int))
 _fact_base = {"kind": text, "seq": positive_int, "id": uuid7, "timestamp": safe_int}
 entry_fact = Shape({**_fact_base, "entry": is_object})
 record_fact = Shape({**_fact_base, "record": record_valid})

@@ -94,8 +94,7 @@ class Evidence:
         continued = self.continued
         if continued is not None:
             second = self.recoveries[0] if self.recoveries else None
-            wrote = second is not None and len(second.log_after) > second.committed_before
-            return self.recoveries[-1] if wrote else continued
+            return self.recoveries[-1] if second is not None and second.appended > 0 else continued
         recoveries = self.recoveries
         return recoveries[-1] if self.crashed and recoveries else self.start
 

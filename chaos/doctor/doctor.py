@@ -22,8 +22,7 @@ from pathlib import Path
 
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
-from chaos.check.checks import Check, reduces
-from chaos.contract.framing import committed_facts
+from chaos.check.checks import Check, appended_finishes, reduces
 from chaos.contract.reducer import Reducer
 from chaos.errors import ConfigurationUnusable, UsageError
 from chaos.report.text import printable
@@ -110,12 +109,8 @@ def _outcome_problems(verdict: Verdict, target: Target) -> list[str]:
     for phase in verdict.phases:
         if phase.returncode is None or phase.killed or not reduces(phase.log_after):
             continue  # an agent that refuses a corrupt log may exit as it likes: the log check says why
-        finished = [
-            f["record"]["outcome"]
-            for f in committed_facts(phase.log_after)[len(committed_facts(phase.log_before)) :]
-            if f.get("record", {}).get("type") == "operationFinished"
-        ]
-        logged = str(finished[-1]) if finished else None
+        finished = appended_finishes(phase)
+        logged = str(finished[-1]["outcome"]) if finished else None
         named = target.outcome_of(phase.returncode)
         if named is None:
             hint = f"; its log says {logged}: set [exit] {logged} = {phase.returncode}" if logged else ""

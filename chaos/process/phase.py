@@ -84,6 +84,11 @@ class Phase:
     def committed_before(self) -> int:
         return committed_length(self.log_before)
 
+    @property
+    def appended(self) -> int:
+        """Bytes the phase added after the committed log it started from."""
+        return len(self.log_after) - self.committed_before
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -114,8 +119,8 @@ class Phase:
         }
 
 
-def _effect_starts(world: World) -> list[str]:
-    return [e["effect"] for e in read_ledger(world.box.ledger) if e["phase"] == "start"]
+def _effect_starts(ledger: list[dict[str, Any]]) -> list[str]:
+    return [e["effect"] for e in ledger if e["phase"] == "start"]
 
 
 @dataclass(frozen=True)
@@ -124,14 +129,15 @@ class _Before:
 
     requests: int
     streams: int
+    ledger: int  # lines in the effect ledger
     effects: int
     strays: frozenset[str]
 
     @classmethod
     def of(cls, world: World) -> _Before:
-        server = world.server
+        server, ledger = world.server, read_ledger(world.box.ledger)
         strays = frozenset(world.box.strays())
-        return cls(len(server.requests), server.streams, len(_effect_starts(world)), strays)
+        return cls(len(server.requests), server.streams, len(ledger), len(_effect_starts(ledger)), strays)
 
 
 def _settle(
@@ -144,7 +150,7 @@ def _settle(
     phase.timed_out = not ended
     phase.requests = (before.requests, len(world.server.requests))
     phase.streams = world.server.streams - before.streams
-    phase.effects = _effect_starts(world)[before.effects :]
+    phase.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
     phase.strays = sorted(set(world.box.strays()) - before.strays)
     phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
     phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
@@ -159,8 +165,8 @@ def continue_phase(
     assert proc is not None
     paused.frozen = None
     phase.log_before = world.log()
-    phase.ledger_before = len(read_ledger(world.box.ledger))
     before = _Before.of(world)
+    phase.ledger_before = before.ledger
     started, exited = time.monotonic(), False
     try:
         proc.signal_group(signal.SIGCONT)
@@ -197,7 +203,6 @@ def run_phase(
     """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left."""
     crash = phase.crash
     phase.log_before = world.log()
-    phase.ledger_before = len(read_ledger(world.box.ledger))
     power_loss = crash is not None and crash.power_loss
     if power_loss and trace.unavailable() is not None:
         raise UsageError(
@@ -205,6 +210,7 @@ def run_phase(
             f"({trace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
         )
     before = _Before.of(world)
+    phase.ledger_before = before.ledger
     trigger = Trigger.arm(world, crash) if crash else None
     tear = (lambda: str(world.log_path())) if crash and crash.torn else None
     traps = (trigger is not None and trigger.durable) or power_loss

@@ -4,10 +4,11 @@ A ``Trigger`` arms one boundary in the world before the phase starts: a
 durable boundary is judged on the committed log with the target stopped at
 its next write (see ``chaos.process.trace``); an in-flight boundary is one the
 world holds exactly (the model server keeps a request, or a streamed answer
-after its first events; a ledger gate keeps an effect). A ``Stopper`` then decides, at every trap (``at_trap``, durable
-boundaries) or tick of the phase loop (``tick``, world-held ones), and carries
-the stop out through one path, ``fire``: SIGKILL the whole tree, or deliver
-SIGINT; optionally after a person decided at a pause, or after letting the
+after its first events; a ledger gate keeps an effect). A ``Stopper`` then
+decides, at every trap (``at_trap``, durable boundaries) or tick of the phase
+loop (``tick``, world-held ones), and carries the stop out through one path,
+``fire``: SIGKILL the whole tree, deliver SIGINT, or freeze the tree with
+SIGSTOP; optionally after a person decided at a pause, or after letting the
 next write to the log through half-way (a torn tail).
 """
 

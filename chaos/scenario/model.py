@@ -20,6 +20,7 @@ from typing import Any
 
 from chaos.contract import shapes
 from chaos.contract.kinds import ENTRIES, RECORDS, kind_of
+from chaos.contract.shapes import USAGE_KEYS
 
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
@@ -35,7 +36,6 @@ BLOCKED_REASONS = (
 SIGNALS = ("SIGKILL", "SIGINT", "SIGSTOP")
 FINISH = ("stop", "tool_calls", "length")
 OPERATIONS = ("run", "compaction")
-USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 

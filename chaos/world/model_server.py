@@ -123,18 +123,16 @@ class ModelServer:
         self.script = script
         self.summary = summary
         self.attempt_of = attempt_of  # the stepAttempt durable and open in the log now, if any
-        self.protocols = (
-            {protocol: PROTOCOLS[protocol]} if protocol else PROTOCOLS
-        )  # the one the target speaks
+        # the one the target speaks (every one when none is named)
+        self.protocols = {protocol: PROTOCOLS[protocol]} if protocol else PROTOCOLS
         self.requests: list[Request] = []
         self._lock = threading.Condition()
         self._released: set[int] = set()
         self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
         self._released_numbers: set[int] = set()
         self._answered: set[int] = set()  # request numbers whose answer started
-        self._stream_holds: dict[
-            int, int
-        ] = {}  # streamed answer number (1-based) -> chunks sent before holding
+        # streamed answer number (1-based) -> chunks sent before holding
+        self._stream_holds: dict[int, int] = {}
         self._streams = 0  # streamed answers started
         self._held_streams: set[int] = set()  # streamed answers now held mid-stream
         self._closing = False

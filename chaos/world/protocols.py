@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from chaos.contract.shapes import USAGE_KEYS
 from chaos.scenario.model import Turn
 
 
@@ -88,7 +89,7 @@ class Protocol:
 
     def billed(self, usage: dict[str, int]) -> dict[str, int]:
         """The usage an answer carries, back in the contract's terms."""
-        return {k: usage.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")}
+        return {k: usage.get(k, 0) for k in USAGE_KEYS}
 
 
 class OpenAIChat(Protocol):

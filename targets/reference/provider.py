@@ -104,13 +104,18 @@ def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     return list(message.get("tool_calls") or [])
 
 
+def _bearer(api_key: str | None) -> dict[str, str]:
+    """OpenAI's authentication, for chat completions and Responses alike."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 class _ChatCompletions:
     """The log's own message shape: requests go out as they are."""
 
     name, path = "openai-chat", "/chat/completions"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
-        return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        return _bearer(api_key)
 
     def request(self, model: str, chat: dict[str, Any]) -> dict[str, Any]:
         return {"model": model, **chat}
@@ -217,7 +222,7 @@ class _Responses:
     name, path = "openai-responses", "/responses"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
-        return _ChatCompletions().headers(api_key)
+        return _bearer(api_key)
 
     def request(self, model: str, chat: dict[str, Any]) -> dict[str, Any]:
         system, messages = _split_system(chat)
