@@ -23,8 +23,9 @@ from pathlib import Path
 from chaos.bundled.targets.reference.agent import BUGS
 
 from chaos.cli import main as chaos
+from chaos.cycle.configuration import tool_names
 from chaos.explore.exploration import Exploration
-from chaos.explore.strategies import size, tool_names
+from chaos.explore.strategies import size
 from chaos.mine.miner import Miner
 from chaos.scenario import load_target
 

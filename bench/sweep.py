@@ -31,11 +31,11 @@ import time
 from functools import partial
 from pathlib import Path
 
+from chaos.case.result import CaseResult, read_journal
 from chaos.case.run import run_case
 from chaos.cli import main as chaos
 from chaos.cycle.cycle import session_id
 from chaos.process.watch import Watch
-from chaos.report.outputs import read_journal
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import find_target, load_target
@@ -53,12 +53,12 @@ def sweep(paths: list[str], jobs: int, results: Path) -> tuple[float, dict]:
     return seconds, json.loads((results / "summary.json").read_text())
 
 
-def bare_cost(entry: dict) -> tuple[float, float, float]:
+def bare_cost(entry: CaseResult) -> tuple[float, float, float]:
     """The same agent processes as the case's start and first resume, timed as plain children; and the
     resume once more (what the idempotence rerun costs the agent itself)."""
-    scenario = load_scenario(Path(entry["scenarioFile"]))
+    scenario = load_scenario(Path(str(entry.scenario_file)))
     target = load_target(find_target(scenario.target))
-    boundary = Boundary.parse(entry["crash"])
+    boundary = Boundary.parse(str(entry.crash))
     world = build_world(scenario, target, {})
     try:
         watch = Watch(world.log_glob, boundary)
@@ -75,7 +75,7 @@ def bare_cost(entry: dict) -> tuple[float, float, float]:
         to_boundary = time.perf_counter() - began
         # Resume chaos's crash prefix, so that both do the same recovery work. The log's file name
         # holds the session id (as agents name their logs), so it must name chaos's session now.
-        prefix = (Path(entry["folder"]) / "prefix.jsonl").read_bytes()
+        prefix = (Path(entry.folder) / "prefix.jsonl").read_bytes()
         assert watch.path is not None
         ours, theirs = session_id(watch.path.read_bytes()) or "", session_id(prefix) or ""
         watch.path.unlink()
@@ -88,7 +88,7 @@ def bare_cost(entry: dict) -> tuple[float, float, float]:
         resumed = time.perf_counter()
         subprocess.run(argv, cwd=world.cwd, env=env, capture_output=True, check=False)
         again = time.perf_counter() - resumed
-        assert target.outcome_of(done.returncode) is not None, (entry["case"], done.stderr[-300:])
+        assert target.outcome_of(done.returncode) is not None, (entry.case, done.stderr[-300:])
         return to_boundary, resumed - began, again
     finally:
         world.close()
@@ -108,12 +108,12 @@ def main() -> None:
         serial_s, serial = sweep(paths, 1, work / "j1")
         parallel_s, parallel = sweep(paths, 2, work / "j2")
         entries = read_journal(work / "j1" / "sweep.jsonl")
-        crashes = [e for e in entries if e["crash"] and not Boundary.parse(e["crash"]).in_flight]
+        crashes = [e for e in entries if e.crash and not Boundary.parse(e.crash).in_flight]
         chaos_phases = bare = again = whole = bare_start = bare_resume = 0.0
         parts: dict[str, float] = {}
         for n, entry in enumerate(crashes):
-            scenario = load_scenario(Path(entry["scenarioFile"]))
-            case = scenario.with_crash(Crash(Boundary.parse(entry["crash"])))
+            scenario = load_scenario(Path(str(entry.scenario_file)))
+            case = scenario.with_crash(Crash(Boundary.parse(str(entry.crash))))
             target = load_target(find_target(scenario.target))
             folder = work / "paired" / str(n)
             pair = [partial(bare_cost, entry), partial(run_case, case, target, {}, folder)]

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 from chaos.version import __version__
 
 if TYPE_CHECKING:
-    from chaos.api import SweepResult, check_target, run, sweep
+    from chaos.api import ExploreResult, SweepResult, check_target, explore, merge, run, sweep
     from chaos.case.verdict import Verdict
-    from chaos.check.checks import CATALOG, Check
+    from chaos.check import CATALOG, Check
     from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
     from chaos.doctor.doctor import Diagnosis
-    from chaos.errors import ChaosFault, Interrupted, SpecError, TargetUnusable, UsageError
+    from chaos.errors import ChaosFault, Interrupted, Skipped, SpecError, TargetUnusable, UsageError
     from chaos.scenario import (
         Boundary,
         Configuration,
@@ -43,47 +43,27 @@ if TYPE_CHECKING:
         load_target,
     )
 
-# Where each public name lives. They are imported on first use (PEP 562), because every agent
-# process that imports ``chaos.contract`` runs this file first and must not pay for the rest.
-_HOMES = {
-    "SweepResult": "chaos.api",
-    "run": "chaos.api",
-    "sweep": "chaos.api",
-    "check_target": "chaos.api",
-    "Diagnosis": "chaos.doctor.doctor",
-    "Verdict": "chaos.case.verdict",
-    "CATALOG": "chaos.check.checks",
-    "Check": "chaos.check.checks",
-    **dict.fromkeys(
-        ["ContractError", "Reducer", "SessionState", "plan_recovery", "reduce"], "chaos.contract"
-    ),
-    **dict.fromkeys(
-        ["ChaosFault", "Interrupted", "SpecError", "TargetUnusable", "UsageError"], "chaos.errors"
-    ),
-    **dict.fromkeys(
-        [
-            "Boundary",
-            "Configuration",
-            "Crash",
-            "Expect",
-            "Scenario",
-            "Target",
-            "Turn",
-            "WorkspaceFile",
-            "call",
-            "load_scenario",
-            "load_target",
-        ],
-        "chaos.scenario",
-    ),
-}
+# The modules the public names live in. Names are imported on first use (PEP 562), because every
+# agent process that imports ``chaos.contract`` runs this file first and must not pay for the rest.
+_HOMES = (
+    "chaos.api",
+    "chaos.contract",
+    "chaos.scenario",
+    "chaos.errors",
+    "chaos.check",
+    "chaos.case.verdict",
+    "chaos.doctor.doctor",
+)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOMES:
+    if name in __all__:
         import importlib
 
-        return getattr(importlib.import_module(_HOMES[name]), name)
+        for home in _HOMES:
+            module = importlib.import_module(home)
+            if hasattr(module, name):
+                return getattr(module, name)
     raise AttributeError(f"module 'chaos' has no attribute {name!r}")
 
 
@@ -97,10 +77,12 @@ __all__ = [
     "Crash",
     "Diagnosis",
     "Expect",
+    "ExploreResult",
     "Interrupted",
     "Reducer",
     "Scenario",
     "SessionState",
+    "Skipped",
     "SpecError",
     "SweepResult",
     "Target",
@@ -112,8 +94,10 @@ __all__ = [
     "__version__",
     "call",
     "check_target",
+    "explore",
     "load_scenario",
     "load_target",
+    "merge",
     "plan_recovery",
     "reduce",
     "run",

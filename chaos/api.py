@@ -1,6 +1,12 @@
-"""The public API: build a scenario in code, ``run`` it against a target, ``sweep`` a folder.
+"""The public API: build a scenario in code, ``run`` it against a target, ``sweep`` a folder, ``explore``
+with generated scenarios, ``merge`` sharded results, ``check_target`` a new target file.
 
-The command line and the pytest plugin are thin layers over these two.
+The command line and the pytest plugin are thin layers over these. Unusable
+input raises ``UsageError`` (a ``SpecError`` for a bad file, naming its line
+and field), an interruption ``Interrupted``, a failure of chaos itself
+``ChaosFault``; a case that needs what the target does not declare raises
+``Skipped`` from ``run`` and is reported as skipped by ``sweep``. A finding is
+never an exception: a verdict or a summary says so.
 """
 
 from __future__ import annotations
@@ -12,20 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from chaos.bundled import scenario_path, scenarios_folder
+from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
+from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.cycle import Pause
 from chaos.doctor.doctor import PROBES, Diagnosis, diagnose
 from chaos.errors import Interrupted, SpecError, UsageError
+from chaos.explore.exploration import Exploration, Found
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
-from chaos.report.outputs import summarize, write_html, write_junit, write_summary
+from chaos.report.publish import publish
+from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, find_target, load_target
-from chaos.sweep.sweep import Sweep, run_sweep
-from chaos.triage.groups import group, read_baseline
-from chaos.triage.groups import write_baseline as save_baseline
+from chaos.sweep.sweep import Settings, Sweep, run_sweep
+from chaos.triage.groups import read_baseline
 
 ScenarioRef = Scenario | str | Path
 TargetRef = Target | str | Path
@@ -46,15 +55,15 @@ def load(ref: ScenarioRef) -> Scenario:
     return ref if isinstance(ref, Scenario) else load_scenario(scenario_file(ref))
 
 
-def target_of(ref: TargetRef | None, scenario: Scenario) -> Target:
-    """``--target`` (a Target, a name or a spec path), or the scenario's own target."""
+def target_of(ref: TargetRef | None, scenario: Scenario | None = None, option: str = "--target") -> Target:
+    """A target (a Target, a name or a spec path), or the scenario's own; errors name ``option``."""
     if isinstance(ref, Target):
         return ref
-    name = str(ref) if ref is not None else scenario.target
+    name = str(ref) if ref is not None else scenario.target if scenario is not None else "reference"
     try:
-        return load_target(find_target(name, scenario.path))
+        return load_target(find_target(name, scenario.path if scenario else None))
     except SpecError as err:
-        where = "--target" if ref is not None else f"{scenario.path or 'the scenario'}: target"
+        where = option if ref is not None else f"{scenario.path if scenario else 'the scenario'}: target"
         raise SpecError(f"{where}: {err}") from None
 
 
@@ -70,32 +79,39 @@ def run(
     """One crash cycle of ``scenario`` against ``target`` (default: the scenario's own); its verdict.
 
     ``results`` is the case's folder (default ``results/runs/<scenario>-<boundary>-<time>``).
-    Raises ``UsageError`` for unusable input, ``Interrupted`` when stopped, ``ChaosFault``
-    when chaos itself fails; a finding is never an exception: ``verdict.ok`` is False.
+    Raises ``Skipped`` when the scenario needs what the target does not declare, ``UsageError``
+    when its script shows its crash can never be reached.
     """
     loaded = load(scenario)
+    never = loaded.unreachable() if loaded.expect.must_reach else None
+    if never is not None:
+        raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
     return run_case(loaded, target_of(target, loaded), target_env or {}, results, timeout, pause)
 
 
 @dataclass
 class SweepResult:
     results: Path
-    summary: dict[str, Any]  # counts, precision, "groups" (the distinct failures), "fixed", every verdict
-    entries: list[dict[str, Any]]
+    summary: Summary
     mined: list[str] = field(default_factory=list)
     interrupted: bool = False
 
     @property
     def ok(self) -> bool:
         """No failure but the known ones (all failures, without a baseline), and not interrupted."""
-        return not self.summary["new"] and not self.interrupted
+        return not self.summary.new and not self.interrupted
 
 
 def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 20.0) -> Diagnosis:
-    """Run ``ref`` on the doctor's two small worlds: is it usable by ``sweep``, and if not, why."""
-    target = target_of(ref, PROBES[0])
+    """Run ``ref`` on the doctor's small worlds: is it usable by ``sweep``, and if not, why."""
+    target = target_of(ref, PROBES[0], option="TARGET")
     folder = results or Path("results") / "target-check" / f"{target.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     return diagnose(target, folder, timeout)
+
+
+def current(ref: TargetRef, target_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The planner's current configuration of a target, as its configuration command prints it."""
+    return target_current(target_of(ref), target_env or {})
 
 
 def default_scenarios() -> list[Path]:
@@ -108,32 +124,28 @@ def sweep(
     scenarios: Sequence[ScenarioRef] = (),
     target: TargetRef | None = None,
     *,
-    results: Path = Path("results/sweep"),
-    jobs: int = 1,
-    depth: int = 1,
-    budget: float | None = None,
-    shard: tuple[int, int] = (1, 1),
-    target_env: dict[str, str] | None = None,
-    keep_all: bool = False,
-    resume: bool = False,
-    timeout: float | None = None,
+    settings: Settings | None = None,
     mine: Path | None = None,
     oracles: Sequence[str] = (),
     junit: Path | None = None,
     baseline: Path | None = None,
     write_baseline: Path | None = None,
-    power_loss: bool = False,
-    two_writers: bool = False,
+    **options: Any,
 ) -> SweepResult:
     """Crash every scenario (files, folders, bundled names or Scenario objects) at every boundary.
 
-    Writes ``summary.json``, ``sweep.jsonl``, ``report.html`` (and ``junit`` when given) under
-    ``results``; raises ``UsageError`` when no case could run at all. ``power_loss``: every crash
-    case is a power loss (the log cut back to what the agent synced); ``two_writers``: every durable
-    crash case pauses the writer (SIGSTOP) while a second process resumes. ``baseline``: failures
-    listed there (by key) are known and do not make the sweep fail; ``write_baseline``: write this
-    sweep's failures as a baseline.
+    How it runs is one ``Settings`` value (``settings``, or its fields as keyword ``options``:
+    ``results``, ``jobs``, ``depth``, ``budget``, ``shard``, ``target_env``, ``keep_all``, ``resume``,
+    ``timeout``, ``power_loss``, ``two_writers``). Writes ``summary.json``, ``sweep.jsonl`` and
+    ``report.html`` (and ``junit``) under ``results``; ``mine`` saves new crash prefixes as fixtures;
+    ``oracles`` are other reducers to compare with; ``baseline`` marks known failures, which do not
+    fail the sweep; ``write_baseline`` writes this sweep's failures as one. Raises ``UsageError``
+    when no case could run at all.
     """
+    try:
+        settings = settings or Settings(**options)
+    except TypeError as err:
+        raise UsageError(f"sweep: {err}") from None
     known = read_baseline(baseline) if baseline is not None else None
     loaded: list[Scenario] = []
     refs = list(scenarios) or default_scenarios()
@@ -141,34 +153,112 @@ def sweep(
         if isinstance(ref, Scenario):
             loaded.append(ref)
             continue
-        path = scenario_file(ref)
-        loaded += [load_scenario(p) for p in scenario_files([path])]
+        loaded += [load_scenario(p) for p in scenario_files([scenario_file(ref)])]
     if not loaded:
         raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
     targets = {id(s): target_of(target, s) for s in loaded}
-    run = Sweep(results, dict(target_env or {}), jobs, depth, budget, shard, keep_all, resume, timeout)
-    run.power_loss, run.two_writers = power_loss, two_writers
-    run.hooks = tuple(OtherOracle(command) for command in oracles)
     miner = Miner(mine) if mine is not None else None
-    if miner is not None:
-        run.after.append(miner.mine)
+    run = Sweep(settings, tuple(OtherOracle(c) for c in oracles), (miner.mine,) if miner else ())
     interrupted = False
     try:
         run_sweep(run, loaded, lambda s: targets[id(s)])
     except (KeyboardInterrupt, Interrupted):
         interrupted = True
-    entries = run.reported()
-    summary = summarize(entries, run.skipped, time.monotonic() - run.started, known)
-    write_summary(results / "summary.json", summary)
-    if junit is not None:
-        write_junit(junit, entries, baseline=known)
-    write_html(results / "report.html", entries, baseline=known)
-    if write_baseline is not None:
-        save_baseline(write_baseline, group(entries))
-    if not run.verdicts and not interrupted:
+    summary = publish(
+        run.reported(),
+        settings.results,
+        time.monotonic() - run.started,
+        not_run=run.not_run,
+        baseline=known,
+        junit=junit,
+        save_baseline=write_baseline,
+    )
+    if not run.results and not interrupted:
+        budget = settings.budget
         raise UsageError(
             f"no case ran (budget {budget:g}s); give a budget that leaves time for at least one case"
             if budget is not None
             else "no case ran"
         )
-    return SweepResult(results, summary, entries, miner.saved if miner else [], interrupted)
+    return SweepResult(settings.results, summary, miner.saved if miner else [], interrupted)
+
+
+def _journal(folder: Path) -> list[CaseResult]:
+    journal = folder / "sweep.jsonl"
+    if not journal.exists():
+        raise UsageError(f"{folder}: no sweep.jsonl here; give a --results folder of chaos sweep")
+    return reported(read_journal(journal))
+
+
+def merge(
+    folders: Sequence[Path], out: Path, *, junit: Path | None = None, baseline: Path | None = None
+) -> SweepResult:
+    """Join the result folders of sharded sweeps into one: journal, summary, HTML report, JUnit."""
+    results = {r.case: r for folder in folders for r in _journal(Path(folder))}
+    values = list(results.values())
+    known = read_baseline(baseline) if baseline is not None else None
+    summary = publish(values, out, sum(r.seconds for r in values), baseline=known, junit=junit, journal=True)
+    return SweepResult(out, summary)
+
+
+def report(folder: Path, out: Path | None = None, *, baseline: Path | None = None) -> SweepResult:
+    """Write a sweep's HTML report again (``out``, default ``folder/report.html``), from its journal."""
+    from chaos.report.html import write_html
+    from chaos.report.summary import summarize
+
+    results = _journal(Path(folder))
+    known = read_baseline(baseline) if baseline is not None else None
+    summary = summarize(results, [], sum(r.seconds for r in results), known)
+    write_html(out or Path(folder) / "report.html", summary)
+    return SweepResult(Path(folder), summary)
+
+
+@dataclass
+class ExploreResult:
+    found: list[Found]  # each distinct failure, shrunk, its scenario saved
+    cycles: int  # crash cycles run
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.found
+
+
+def explore(
+    target: TargetRef = "reference",
+    *,
+    target_env: dict[str, str] | None = None,
+    results: Path = Path("results/explore"),
+    budget: float = 120.0,
+    seed: int | None = None,
+    max_examples: int = 500,
+    max_failures: int | None = None,
+    shrink_budget: float | None = None,
+    power_loss: bool = False,
+    two_writers: bool = False,
+) -> ExploreResult:
+    """Generate worlds and crash plans with Hypothesis for ``budget`` seconds; shrink each distinct
+    failure to the smallest scenario that fails the same way and save it under ``results``. Raises
+    ``UsageError`` when the budget ran no crash cycle."""
+    found_target = target_of(target, option="--target")
+    env = dict(target_env or {})
+    exploration = Exploration(
+        found_target,
+        env,
+        results,
+        budget=budget,
+        seed=seed,
+        max_examples=max_examples,
+        shrink_budget=shrink_budget if shrink_budget is not None else min(budget, 60.0),
+        max_failures=max_failures,
+        power_loss=power_loss,
+        two_writers=two_writers,
+    )
+    exploration.run(tool_names(found_target, env))
+    spent = time.monotonic() - exploration.started
+    if not exploration.found:
+        if exploration.cycles == 0:
+            raise UsageError(f"--budget {budget:g}: no crash cycle ran; give a longer budget")
+        return ExploreResult([], exploration.cycles, spent)
+    found = exploration.save(Miner(results / "fixtures"))
+    return ExploreResult(found, exploration.cycles, time.monotonic() - exploration.started)

@@ -1,15 +1,17 @@
 """What can stop chaos short of a verdict, and the exit status each means.
 
-Exit statuses are a contract with CI: 0 nothing found, 1 a finding against the
-agent, 2 unusable input, 130 interrupted. A user's mistake is never a finding:
-everything here that is the user's to fix is a ``UsageError`` and says what
-to change. ``ChaosFault`` is chaos's own failure (a tracer that broke, say):
-also exit 2, with its cause, and never blamed on the agent.
+Exit statuses are a contract with CI (like pytest's ``ExitCode``): 0 nothing
+found, 1 a finding against the agent, 2 unusable input, 3 chaos itself failed,
+130 interrupted. A user's mistake is never a finding: everything here that is
+the user's to fix is a ``UsageError`` and says what to change. ``ChaosFault``
+is chaos's own failure (a tracer that broke, the model server, a report it
+could not write): exit 3, with its cause, and never blamed on the agent, so a
+nightly job tells a regression from a typo from a bug in chaos.
 """
 
 from __future__ import annotations
 
-EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class UsageError(Exception):
@@ -29,8 +31,13 @@ class ConfigurationUnusable(TargetUnusable):
     """The target's configuration command failed or printed what the planner cannot use."""
 
 
+class Skipped(Exception):
+    """A case that needs what the target does not declare (an abort on a signal, compaction, a tool):
+    not run, and not a finding; the message says what it needs and what the target declares."""
+
+
 class ChaosFault(Exception):
-    """chaos itself failed (exit 2): not a finding against the agent; the message gives the cause."""
+    """chaos itself failed (exit 3): not a finding against the agent; the message gives the cause."""
 
 
 class Interrupted(Exception):

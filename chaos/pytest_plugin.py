@@ -24,12 +24,14 @@ import pytest
 
 from chaos.case.record import slug
 from chaos.case.run import run_case
-from chaos.errors import SpecError
+from chaos.errors import Skipped, SpecError
 from chaos.report.console import render
+from chaos.report.text import printable
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash, Scenario
 from chaos.scenario.target import Target, find_target, load_target
 from chaos.sweep.sweep import phase_boundaries
+from chaos.triage.failure import failure_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,9 +97,12 @@ class ChaosScenario(pytest.File):
         cache = results / "boundaries" / f"{scenario.name}-{key}.json"
         if cache.exists():
             return [Boundary.parse(text) for text in orjson.loads(cache.read_bytes())]
-        clean = run_case(
-            scenario.with_crash(None), target, env, results / "collect" / f"{scenario.name}-{key}"
-        )
+        try:
+            clean = run_case(
+                scenario.with_crash(None), target, env, results / "collect" / f"{scenario.name}-{key}"
+            )
+        except Skipped:
+            return []  # every case of it is skipped, each with its reason
         boundaries = phase_boundaries(clean.evidence.start)
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -107,7 +112,8 @@ class ChaosScenario(pytest.File):
 
 
 class ChaosFinding(Exception):
-    """A crash case whose checks did not all hold; the message is chaos run's report."""
+    """A crash case whose checks did not all hold; the message names the failure key, the first failing
+    check and the reproduce command (as ``chaos sweep --junit`` does), then chaos run's report."""
 
 
 class ChaosCase(pytest.Item):
@@ -122,9 +128,14 @@ class ChaosCase(pytest.Item):
             Path(self.config.getoption("chaos_results")) / "cases" / slug(f"{scenario.name}-{self.name}", 150)
         )
         case = scenario if self.as_written else scenario.with_crash(self.crash)
-        verdict = run_case(case, target, _env(self.config), folder)
-        if not verdict.ok:
-            raise ChaosFinding(render(verdict))
+        try:
+            verdict = run_case(case, target, _env(self.config), folder)
+        except Skipped as why:
+            pytest.skip(str(why))
+        failure = failure_of(verdict)
+        if failure is not None:
+            head = f"[{failure.key}] {failure.label} | here: {verdict.failed[0].text()} | reproduce: {verdict.reproduce()}"
+            raise ChaosFinding(printable(head) + "\n" + render(verdict))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ChaosFinding):

@@ -13,6 +13,7 @@ from typing import Any
 import psutil
 
 from chaos.contract import Reducer
+from chaos.process.trace import default_signals
 from chaos.scenario.model import Turn, WorkspaceFile
 from chaos.world.ledger import read_ledger
 from chaos.world.model_server import ModelServer
@@ -42,6 +43,7 @@ def start(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.Pop
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=default_signals,  # as chaos starts agents: SIGINT not ignored, whatever ran before
     )
 
 

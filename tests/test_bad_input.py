@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from chaos.process.trace import default_signals
 from tests.conftest import REPO
 
 BASE = "prompt = 'x'\n\n[[turns]]\ntext = 'hi'\n"
@@ -162,6 +163,7 @@ def test_an_interrupted_run_exits_130_with_no_agent_left(tmp_path: Path) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,  # chaos from a terminal: Ctrl-C is SIGINT, not ignored
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list((tmp_path / "r").glob("start.stdout")):
@@ -169,9 +171,11 @@ def test_an_interrupted_run_exits_130_with_no_agent_left(tmp_path: Path) -> None
     time.sleep(1.0)  # the agent is waiting on its model request now
     agents = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
     assert agents, "the agent was running"
+    status = Path(f"/proc/{proc.pid}/status").read_text()  # how chaos held SIGINT, should it be lost
+    masks = [line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == 130, "\n".join([*masks, out, err])
     assert "Traceback" not in err and "interrupted" in err
     assert not [pid for pid in agents if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
 

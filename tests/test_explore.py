@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from chaos.explore.strategies import scenarios, tool_names
+from chaos.cycle.configuration import tool_names
+from chaos.explore.strategies import scenarios
 from chaos.scenario import load_scenario, write_scenario
 from chaos.scenario.target import load_target
 from tests.conftest import REPO

@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from chaos.case.result import CaseResult, CaseView
+from chaos.check.base import Check
 from chaos.cli import main
 from chaos.contract import Reducer
 from chaos.contract import facts as F
-from chaos.report.outputs import write_html
+from chaos.report.html import write_html
 from chaos.report.show import render, timeline
+from chaos.report.summary import summarize
 from tests.agent_world import world
 
 EVIL = "\x1b]0;owned\x07\x1b[2J\u202e<script>alert(1)</script>\x9b"
@@ -60,19 +63,20 @@ def test_diff_escapes_every_control_character(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_the_html_report_escapes_the_log_and_the_checks(tmp_path: Path) -> None:
-    view = {"timeline": render(timeline(_hostile_log())), "appended": ["+ " + EVIL]}
-    check = {"id": "final-reduces", "name": "final log reduces", "ok": False, "expected": "ok", "got": EVIL}
-    entry = {
-        "case": f"{EVIL} @ stepFailed#1",
-        "scenario": EVIL,
-        "ok": False,
-        "crash": "stepFailed#1",
-        "landed": "exactly",
-        "checks": [check],
-        "reproduce": f"chaos run {EVIL}",
-        "view": view,
-    }
-    write_html(tmp_path / "report.html", [entry])
+    view = CaseView(render(timeline(_hostile_log())), ["+ " + EVIL])
+    check = Check("final-reduces", "final log reduces", False, "ok", EVIL)
+    result = CaseResult(
+        case=f"{EVIL} @ stepFailed#1",
+        scenario=EVIL,
+        target="reference",
+        ok=False,
+        crash="stepFailed#1",
+        landed="exactly",
+        checks=[check],
+        reproduce=f"chaos run {EVIL}",
+        view=view,
+    )
+    write_html(tmp_path / "report.html", summarize([result], [], 0.0))
     page = (tmp_path / "report.html").read_text()
     _clean(page)
     assert "<script>" not in page and "&lt;script&gt;" in page

@@ -144,5 +144,5 @@ def test_the_reproduce_command_keeps_the_crash_signal_of_the_case(tmp_path: Path
     case = scenario.with_crash(Crash(Boundary.parse("stepAttempt#2")))
     first = run_case(case, load_target(REPO / "targets" / "reference.toml"), {}, tmp_path / "first")
     again = _rerun(first.reproduce(), tmp_path / "again")
-    assert again["crash"] == "stepAttempt#2" == first.to_json()["crash"]
+    assert again["crash"] == "stepAttempt#2" == first.result().crash
     assert [(c["name"], c["ok"]) for c in again["checks"]] == [(c.name, c.ok) for c in first.checks]

@@ -281,6 +281,6 @@ def test_a_sweep_keeps_its_budget(tmp_path: Path, capsys: pytest.CaptureFixture[
     spent = time.monotonic() - began
     summary = _summary(tmp_path / "r")
     assert code == 0, out
-    assert summary["skipped"] and "not run: the budget ran out" in out
+    assert summary["notRun"] and "not run: the budget ran out" in out
     longest = max(v["seconds"] for v in summary["verdicts"])
     assert spent <= 4 + longest + 3, (spent, longest)

@@ -33,6 +33,8 @@ BROKEN = [
     ("missing-program", 2, "the start and resume commands run", "'/nonexistent/agent' is not an executable"),
     ("wrong-sessions", 2, "writes its log where sessions says", ".agent/logs/*.jsonl' matched nothing"),
     ("wrong-exit", 2, "exit codes mean what [exit] says", "set [exit] completed = 0"),
+    ("swapped-exit", 2, "exit codes mean what [exit] says", "set [exit] blocked = 3"),
+    ("typo-program", 2, "the start and resume commands run", "did not start"),
     ("bad-configuration", 2, "the configuration command prints JSON", "printed no strict JSON"),
     ("no-identity", 2, "the environment identity chaos gives reaches", "pass {environment_identity}"),
     ("rewrites-log", 1, "appended only", "a session log is append-only"),

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
-from chaos.check.checks import Check, check_all
+from chaos.check import Check, check_all
+from chaos.cycle.configuration import tool_names
 from chaos.cycle.cycle import Pause, run_cycle
 from chaos.cycle.evidence import Evidence, timed
+from chaos.errors import Skipped
 from chaos.scenario.model import Scenario
-from chaos.scenario.target import Target
+from chaos.scenario.target import Target, unmet
 
 # Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
 Hook = Callable[[Evidence, Path], list[Check]]
@@ -28,7 +30,12 @@ def run_case(
     pause: Pause | None = None,
     hooks: tuple[Hook, ...] = (),
 ) -> Verdict:
-    """Run one crash cycle and record it; the verdict says whether every check held."""
+    """Run one crash cycle and record it; the verdict says whether every check held.
+
+    Raises ``Skipped`` (before anything runs) when the scenario needs what the target does not declare."""
+    unmet_need = unmet(scenario, target, lambda: tool_names(target, dict(extra_env or {})))
+    if unmet_need is not None:
+        raise Skipped(unmet_need)
     if timeout is not None:
         scenario = replace(scenario, timeout=timeout)  # the scenario as used says so, for reproduce
     folder = folder or default_folder(scenario)
@@ -43,5 +50,5 @@ def run_case(
             checks += hook(evidence, folder)
     verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
     with timed(evidence.timings, "record"):
-        record.write_verdict(verdict.to_json(), verdict.reproduce())
+        record.write_verdict(verdict.result().to_json(), verdict.reproduce())
     return verdict

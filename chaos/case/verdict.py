@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from chaos.check.checks import Check
+from chaos.case.result import CaseResult
+from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 from chaos.scenario.model import Scenario
@@ -66,29 +66,33 @@ class Verdict:
     def reproduce(self) -> str:
         """Reruns exactly this case: the scenario as used (crash, signal, torn tail, timeout), its target
         and environment."""
-        argv = ["chaos", "run", str(self.folder / "scenario.toml"), "--target", self.target.reference]
+        folder = self.folder.resolve()  # a reproduce command works from any directory
+        argv = ["chaos", "run", str(folder / "scenario.toml"), "--target", self.target.reference]
         for key, value in self.extra_env.items():
             argv += ["--target-env", f"{key}={value}"]
         return shlex.join(argv)
 
-    def to_json(self) -> dict[str, Any]:
+    def result(self) -> CaseResult:
+        """What is kept of this verdict: its checks, phases, where the kill landed, how to reproduce it."""
         start = self.evidence.start
-        return {
-            "chaosVersion": __version__,
-            "case": self.case,
-            "scenario": self.scenario.name,
-            "scenarioFile": str(self.scenario.path) if self.scenario.path else None,
-            "target": self.target.name,
-            "crash": str(self.scenario.crash) if self.scenario.crash else None,
-            "thenCrash": str(self.scenario.then_crash) if self.scenario.then_crash else None,
-            "targetEnv": self.extra_env,
-            "ok": self.ok,
-            "landed": landing(start),
-            "exact": start.exact,
-            "checks": [c.to_json() for c in self.checks],
-            "phases": [p.to_json() for p in self.phases],
-            "seconds": round(self.seconds, 3),
-            "timings": {part: round(s, 4) for part, s in self.evidence.timings.items()},
-            "reproduce": self.reproduce(),
-            "folder": str(self.folder),
-        }
+        crash = self.scenario.crash
+        return CaseResult(
+            case=self.case,
+            scenario=self.scenario.name,
+            target=self.target.name,
+            ok=self.ok,
+            checks=list(self.checks),
+            phases=[p.result() for p in self.phases],
+            scenario_file=str(self.scenario.path) if self.scenario.path else None,
+            crash=str(crash) if crash else None,
+            then_crash=str(self.scenario.then_crash) if self.scenario.then_crash else None,
+            paused=crash is not None and crash.signal == "SIGSTOP",
+            target_env=dict(self.extra_env),
+            landed=landing(start),
+            exact=start.exact,
+            seconds=round(self.seconds, 3),
+            timings={part: round(s, 4) for part, s in self.evidence.timings.items()},
+            reproduce=self.reproduce(),
+            folder=str(self.folder),
+            chaos_version=__version__,
+        )

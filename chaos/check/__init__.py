@@ -1,5 +1,71 @@
-"""The checks: pure over a cycle's evidence, each with a test that makes it fail."""
+"""The checks of one crash cycle, one module per concern, each pure over the cycle's ``Evidence``.
 
-from chaos.check.checks import CATALOG, Check, check_all
+Each concern module declares its checks (``CATALOG``: id -> what it
+guarantees) next to the code that judges them (``judge``). ``CONCERNS`` is
+the order checks are reported in, causes before symptoms: the crash, then
+the processes (a hang explains much), the writers, the log's structure, what
+recovery did, effects, requests and bills, other oracles. The first failing
+check names a failure (``chaos.triage``). A cause that failed makes certain
+later checks its symptoms (``SYMPTOMS``): they are reported as not judged,
+naming the cause, so one cause is one failure (etcd's ``validate/`` does the
+same). Every check has a test that makes it fail (``tests/test_fail_table.py``)
+and legal variants of the agents that pass it (``tests/test_pass_table.py``).
+"""
 
-__all__ = ["CATALOG", "Check", "check_all"]
+from __future__ import annotations
+
+from dataclasses import replace
+
+from chaos.check import crash, effects, log, oracles, processes, recovery, requests, writers
+from chaos.check.base import Check
+from chaos.cycle.evidence import Evidence
+
+CONCERNS = (crash, processes, writers, log, recovery, effects, requests, oracles)
+CATALOG = {check_id: line for concern in CONCERNS for check_id, line in concern.CATALOG.items()}
+ORDER = {check_id: n for n, check_id in enumerate(CATALOG)}
+
+# cause -> the checks whose failure it explains (they read a run the cause cut short or muddled)
+SYMPTOMS = {
+    "timeout": {
+        "plan-followed",
+        "blocked-stops",
+        "blocked-appends-nothing",
+        "outcome",
+        "idle-terminal",
+        "effect-count",
+        "again-appends-nothing",
+    },
+    "one-writer": {
+        "append-only",
+        "final-reduces",
+        "plan-followed",
+        "outcome",
+        "idle-terminal",
+        "again-appends-nothing",
+    },
+}
+
+
+def check_all(ev: Evidence) -> list[Check]:
+    """Every check of the cycle, in catalog order, symptoms of a failed cause not judged."""
+    checks = sorted(
+        (check for concern in CONCERNS if concern is not oracles for check in concern.judge(ev)),
+        key=lambda c: ORDER[c.id],
+    )
+    return symptoms_of_causes(checks)
+
+
+def symptoms_of_causes(checks: list[Check]) -> list[Check]:
+    failed = [c for c in checks if not c.ok and c.id in SYMPTOMS]
+    out = []
+    for check in checks:
+        cause = next((c for c in failed if check.id in SYMPTOMS[c.id] and not check.ok), None)
+        out.append(
+            replace(check, ok=True, unjudged=f"a symptom of {cause.id} ({cause.name}), which failed first")
+            if cause is not None
+            else check
+        )
+    return out
+
+
+__all__ = ["CATALOG", "CONCERNS", "Check", "check_all"]

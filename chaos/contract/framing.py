@@ -35,9 +35,9 @@ _BLANK = re.compile(rb"[ \t]*")
 class FramingError(Exception):
     """A committed line that is not one strict JSON value; ``code`` is the contract's error code."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(code)
-        self.code = code
+        self.code, self.detail = code, detail
 
 
 def _count_keys(text: bytes) -> int:
@@ -61,17 +61,17 @@ def parse_json(data: bytes) -> Any:
     """Parse one strict JSON value: UTF-8, no lone surrogates, no duplicate keys."""
     try:
         value = orjson.loads(data)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as err:
         try:
             data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FramingError("INVALID_UTF8") from None
-        raise FramingError("MALFORMED_JSON") from None
+        except UnicodeDecodeError as bad:
+            raise FramingError("INVALID_UTF8", f"not UTF-8 at byte {bad.start}") from None
+        raise FramingError("MALFORMED_JSON", f"not strict JSON: {err}") from None
     if isinstance(value, dict | list):
         again = orjson.dumps(value)
         # Text equal to orjson's own output dropped nothing; most writers emit exactly that.
         if again != data and _count_keys(data) != _count_keys(again):
-            raise FramingError("MALFORMED_JSON")
+            raise FramingError("MALFORMED_JSON", "an object has a duplicate key")
     return value
 
 

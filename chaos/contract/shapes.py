@@ -109,6 +109,53 @@ def either(*checks: Check) -> Check:
     return check
 
 
+def found(value: Any) -> str:
+    """A value as an error message shows it: short, and typed (``"x"``, ``3``, ``null``, an object)."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    text = (
+        repr(value)
+        if isinstance(value, str)
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expected_of(fragment: dict[str, Any]) -> str:
+    if "const" in fragment:
+        return repr(fragment["const"])
+    if "enum" in fragment:
+        return "one of " + ", ".join(map(str, fragment["enum"]))
+    if "oneOf" in fragment:
+        return " or ".join(_expected_of(f) for f in fragment["oneOf"])
+    kind = fragment.get("type")
+    if fragment.get("pattern") == UUID7_PATTERN:
+        return "a UUIDv7"
+    if fragment.get("pattern") == DIGEST_PATTERN:
+        return "a sha256: digest"
+    if kind == "integer":
+        return f"a whole number from {fragment['minimum']} to {fragment['maximum']}"
+    if kind == "array":
+        least = f" (at least {fragment['minItems']})" if fragment.get("minItems") else ""
+        return f"an array of {_expected_of(fragment['items'])}{least}"
+    if kind == "string":
+        return "a non-empty string" if fragment.get("minLength") else "a string"
+    if kind == ["string", "null"]:
+        return "a string or null"
+    return "an object"
+
+
+def expected(check: Check) -> str:
+    """What a checker accepts, in words (from the JSON Schema fragment it carries)."""
+    return _expected_of(schema_of(check))
+
+
 safe_int = integer(0, MAX_SAFE)
 positive_int = integer(1, MAX_SAFE)
 
@@ -123,15 +170,16 @@ class Shape:
         self.ints = [k for k, c in self.fields.items() if getattr(c, "integer", False)]
 
     def why(self, v: Any, path: str = "") -> str | None:
-        """The first reason ``v`` does not fit, naming the field path, or None when it fits."""
+        """The first reason ``v`` does not fit, naming the field path, what was expected and what was
+        found (the way ``jsonschema`` names a path), or None when it fits."""
         if type(v) is not dict:
-            return f"{path or 'value'}: expected an object"
+            return f"{path.rstrip('.') or 'value'}: expected an object, found {found(v)}"
         for key in v:
             if key not in self.fields:
                 return f"{path}{key}: unknown field (allowed: {', '.join(self.fields)})"
         for key in self.required:
             if key not in v:
-                return f"{path}{key}: missing required field"
+                return f"{path.rstrip('.') or 'the object'} lacks {key} ({expected(self.fields[key])})"
         for key, value in v.items():
             check = self.fields[key]
             if isinstance(check, Shape):
@@ -139,7 +187,7 @@ class Shape:
                 if reason:
                     return reason
             elif not check(value):
-                return f"{path}{key}: invalid value {value!r}"
+                return f"{path}{key}: expected {expected(check)}, found {found(value)}"
         return None
 
     def to_schema(self) -> dict[str, Any]:
@@ -413,3 +461,77 @@ current_configuration = Shape(
         ),
     }
 )
+
+
+ENTRY_VARIANTS = {
+    "user": ("a user message entry", user_entry),
+    "assistant": ("an assistant message entry", assistant_entry),
+    "tool": ("a tool result entry (of a toolStarted)", started_tool_entry),
+    "synthetic": ("a pre-execution synthetic tool result entry", synthetic_tool_entry),
+    "compaction": ("a compaction entry", compaction_entry),
+}
+
+
+def _meant_entry(entry: dict[str, Any]) -> str:
+    """Which entry variant a malformed entry was meant to be: by its type, role and result."""
+    if entry.get("type") == "compaction":
+        return "compaction"
+    message = entry.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    if "attemptId" in entry or role == "assistant":
+        return "assistant"
+    result = entry.get("result")
+    if role == "tool" or "toolName" in entry or result is not None:
+        reason = result.get("reason") if isinstance(result, dict) else None
+        pre = reason in PRE_EXECUTION_REASONS or "assistantEntryId" in entry
+        return "synthetic" if pre and "toolStartedId" not in entry else "tool"
+    return "user"
+
+
+def _record_shape(record: dict[str, Any]) -> Shape | None:
+    kind = record.get("type")
+    if kind == "operationFinished":
+        return FINISHED.get((record.get("operationKind"), record.get("outcome")))  # type: ignore[arg-type]
+    return RECORDS.get(kind) if isinstance(kind, str) else None
+
+
+def explain(fact: Any) -> str:
+    """Why ``fact`` is not a fact of the contract (INVALID_FACT): the fact's kind, the field path, and
+    what was expected against what was found, e.g. ``a pre-execution synthetic tool result entry lacks
+    assistantEntryId``. Only called for a fact the checkers refused, so it may be slow."""
+    if type(fact) is not dict:
+        return f"a transaction holds {found(fact)}, not a fact object"
+    kind = fact.get("kind")
+    if kind not in FACTS:
+        return f"kind: expected one of entry, record, usage, found {found(kind)}"
+    if kind == "usage":
+        base = usage_fact.why(fact)
+        return (
+            f"usage fact: {base}"
+            if base
+            else "usage fact: needs exactly one owner, attemptId or toolStartedId"
+        )
+    holder = Shape({**_fact_base, kind: is_object})
+    base = holder.why(fact)
+    if base:
+        return f"{kind} fact: {base}"
+    if kind == "entry":
+        entry = fact["entry"]
+        variant, entry_shape = ENTRY_VARIANTS[_meant_entry(entry)]
+        return f"{variant}: {entry_shape.why(entry, 'entry.') or 'does not fit its variant'}"
+    record = fact["record"]
+    shape = _record_shape(record)
+    name = record.get("type")
+    if shape is None:
+        if name == "operationFinished":
+            return (
+                f"operationFinished: no outcome {found(record.get('outcome'))} for operationKind "
+                f"{found(record.get('operationKind'))} (outcome is completed, aborted or failed)"
+            )
+        return (
+            f"record.type: expected one of {', '.join([*RECORDS, 'operationFinished'])}, found {found(name)}"
+        )
+    reason = shape.why(record, "record.")
+    if reason is None and name == "abortRequested":
+        return "abortRequested record: a tool-phase abort lacks toolCallId (the call it interrupts)"
+    return f"{name} record: {reason or 'does not fit its shape'}"

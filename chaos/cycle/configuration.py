@@ -113,3 +113,10 @@ def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:
             for t in world.target.tools
         ],
     }
+
+
+def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
+    """The target's declared tools, as its configuration says."""
+    if target.configuration_command is None:
+        return [t.name for t in target.tools]
+    return [t["name"] for t in target_current(target, extra_env)["tools"]]

@@ -11,6 +11,7 @@ process is gone, so the crash prefix is saved before anything touches it.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,7 @@ def session_id(log: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _no_log(world: World, phase: Phase) -> TargetUnusable:
+def _no_log(world: World, phase: Phase, out: Path) -> TargetUnusable:
     """The target's ``sessions`` glob matched nothing the agent wrote: say what it did write."""
     seeded = set(world.scenario.files)
     written = []
@@ -62,12 +63,29 @@ def _no_log(world: World, phase: Phase) -> TargetUnusable:
             path = os.path.relpath(os.path.join(folder, name), world.box.workspace)
             if path not in seeded:
                 written.append(path)
+    if not written and phase.returncode not in (None, 0):  # it never got going: a command that does not run
+        said = _tail(out / f"{phase.name}.stderr")
+        return TargetUnusable(
+            f"{world.target.path}: the {phase.name} command did not start: {shlex.join(phase.argv)!r} exited "
+            f"{phase.returncode} without writing anything"
+            + (f", saying: {said}" if said else "")
+            + "; check the program and its arguments in the target file"
+        )
     found = ", ".join(sorted(written)[:10]) + (" ..." if len(written) > 10 else "") if written else "nothing"
     return TargetUnusable(
         f"{world.target.path}: sessions = {world.target.sessions!r} matched nothing in the workspace "
         f"after the {phase.name} phase (exit {phase.returncode}); the agent wrote there: {found}. "
         "Point sessions at the agent's session log (a glob relative to the workspace)."
     )
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    """The last lines a process printed, on one line (for an error message)."""
+    try:
+        text = path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    return " | ".join(text.splitlines()[-lines:])
 
 
 def _decide(world: World, pause: Pause) -> Callable[[], str]:
@@ -88,11 +106,12 @@ def _phase(
     out: Path,
     keep: Keep | None,
     pause: Pause | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> Phase:
-    run_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None)
+    run_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None, on_wait)
     no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
     if no_file and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
-        raise _no_log(world, phase)
+        raise _no_log(world, phase, out)
     return phase
 
 
@@ -108,16 +127,42 @@ def _recover(
     argv = world.argv(world.target.resume, config, session_id=sid)
     crash, index = then_crash, 1
     while True:
-        phase = _phase(world, Phase(PhaseKind.RESUME, argv, crash, index), config, limit, out, keep)
+        phase = Phase(PhaseKind.RESUME, argv, crash, index)
+        waits = paused is not None and paused.frozen is not None
+        _phase(
+            world,
+            phase,
+            config,
+            limit,
+            out,
+            keep,
+            None,
+            _go_on(world, phase, paused, limit, keep, phases) if waits else None,
+        )
         phases.append(phase)
         if phase.timed_out:
             return
         if not (crash and phase.reached):
             break
         crash, index = None, index + 1
-    if paused is not None:
+    if paused is not None and paused.frozen is not None:  # the second writer ended by itself
         phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
     phases.append(_phase(world, Phase(PhaseKind.AGAIN, argv), config, limit, out, keep))
+
+
+def _go_on(
+    world: World, second: Phase, paused: Phase | None, limit: float, keep: Keep | None, phases: list[Phase]
+) -> Callable[[], None]:
+    """What chaos does when the second writer waits (for the session lock the paused one holds): let
+    the paused writer go on to its end, then the second resumes from the log it left."""
+
+    def go_on() -> None:
+        assert paused is not None
+        second.wrote_early = world.log() != second.log_before
+        phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
+        second.log_before, second.waited = world.log(), True
+
+    return go_on
 
 
 def run_cycle(
@@ -137,8 +182,7 @@ def run_cycle(
         limit = scenario.timeout
         argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
         if scenario.operation == "compaction":
-            if target.compact is None:
-                raise TargetUnusable(f"{target.path}: has no compact command, needed by {scenario.path}")
+            assert target.compact is not None  # a case that needs compaction is skipped without it
             setup = _phase(world, Phase(PhaseKind.SETUP, argv), scenario.start, limit, out, keep)
             phases.append(setup)
             argv = world.argv(target.compact, scenario.start, session_id=session_id(setup.log_after) or "")

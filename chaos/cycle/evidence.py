@@ -88,15 +88,41 @@ class Evidence:
         """The start was SIGKILLed at its boundary: recovery, not the start, ended the operation."""
         return self.start.killed
 
+    def refused(self, phase: Phase) -> bool:
+        """A second writer that left the session alone while the first was paused holding it (it refused
+        the session, by any exit code of its own choosing): its plan and exit are not judged."""
+        return (
+            phase.kind is PhaseKind.RESUME
+            and self.continued is not None
+            and bool(self.recoveries)
+            and phase is self.recoveries[0]
+            and not phase.waited
+            and not phase.wrote
+        )
+
+    def process_of(self, phase: Phase) -> Phase:
+        """The phase whose exit reports ``phase``'s process: a paused start exits as the one let go on."""
+        if phase.kind is PhaseKind.START and self.continued is not None:
+            return self.continued
+        return phase
+
+    def finishes_of(self, phase: Phase) -> list[dict[str, Any]]:
+        """The ``operationFinished`` records ``phase``'s process appended (a paused start's own, from before
+        its pause, count for the writer let go on)."""
+        if phase.kind is PhaseKind.CONTINUED:
+            return self.start.finishes() + phase.finishes()
+        return phase.finishes()
+
     def ending(self) -> Phase:
-        """The process that ended the operation: the last recovery after a crash, else the start; with two
-        writers, the paused one when it went on writing, else the second."""
-        continued = self.continued
-        if continued is not None:
-            second = self.recoveries[0] if self.recoveries else None
-            return self.recoveries[-1] if second is not None and second.appended > 0 else continued
-        recoveries = self.recoveries
-        return recoveries[-1] if self.crashed and recoveries else self.start
+        """The process that ended the operation: the last that appended its ``operationFinished`` and
+        exited by itself (one killed after its finish was durable reports nothing), else (blocked, or
+        left unfinished) the last recovery that was not a refused second writer, else the start."""
+        later = (PhaseKind.START, PhaseKind.RESUME, PhaseKind.CONTINUED)
+        for phase in reversed([p for p in self.phases if p.kind in later and not p.killed]):
+            if self.finishes_of(phase) and not (phase.kind is PhaseKind.START and self.continued):
+                return phase
+        recoveries = [p for p in self.recoveries if not self.refused(p)]
+        return recoveries[-1] if recoveries else self.process_of(self.start)
 
     def transitions(self) -> Iterator[tuple[Phase, bytes, bytes]]:
         """Each resume with the committed log the phase before it left, and the log it left."""

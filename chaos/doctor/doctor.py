@@ -4,8 +4,10 @@ A new target fails first on the plumbing: a ``sessions`` glob that matches
 nothing, exit codes that do not mean what ``[exit]`` says, a configuration
 command that prints something else, an environment identity that never
 reaches the agent. A sweep reports those as hundreds of cases; the doctor
-runs the target on two small worlds (one turn; two turns crashed at the
-read's ``toolStarted``) and turns what it saw into one line per concern, each
+runs the target on small worlds (one turn; two turns crashed at the
+read's ``toolStarted``; a live 429 that ends failed; a crash with the request in
+flight resumed in another environment, blocked; where the target aborts on a
+signal, an abort) and turns what it saw into one line per concern, each
 failed one with what to change in the target file, or, where the target file
 is fine and the agent misbehaved, the agent's own bug named as such.
 
@@ -22,11 +24,13 @@ from pathlib import Path
 
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
-from chaos.check.checks import Check, appended_finishes, reduces
+from chaos.check.base import Check
+from chaos.check.recovery import derived_outcome
+from chaos.contract.reading import reduces
 from chaos.contract.reducer import Reducer
 from chaos.errors import ConfigurationUnusable, UsageError
 from chaos.report.text import printable
-from chaos.scenario.model import Boundary, Crash, Scenario, Turn, WorkspaceFile
+from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 
 READ = {"name": "read", "arguments": {"path": "README.md"}}
@@ -45,6 +49,30 @@ PROBES = (
         name="doctor-two-turns",
         description="two turns, SIGKILL at the read's toolStarted: resume must finish the session",
     ),
+    Scenario(
+        prompt="Say hello.",
+        turns=[Turn(error=429)],
+        expect=Expect(outcome="failed"),
+        name="doctor-failed",
+        description="a live 429: the run ends failed, and its exit code must say so",
+    ),
+    Scenario(
+        prompt="Say hello.",
+        turns=[Turn(text="Hello.")],
+        crash=Crash(Boundary("model-request")),
+        change=Configuration(environment_identity="doctor-another-machine"),
+        expect=Expect(outcome="blocked", reason="environment_changed"),
+        name="doctor-blocked",
+        description="SIGKILL with the request in flight, then another environment: resume stops blocked",
+    ),
+)
+ABORT_PROBE = Scenario(
+    prompt="Say hello.",
+    turns=[Turn(text="Hello.")],
+    crash=Crash(Boundary("model-request"), "SIGINT"),
+    expect=Expect(outcome="aborted"),
+    name="doctor-aborted",
+    description="the abort signal with the request in flight: the run ends aborted (by the agent or its resume)",
 )
 
 
@@ -104,21 +132,31 @@ ADVICE: dict[str, str] = {
 
 
 def _outcome_problems(verdict: Verdict, target: Target) -> list[str]:
-    """The exit code against ``[exit]`` and the outcome the agent's own log records."""
+    """Each process's exit code against ``[exit]`` and the outcome the oracle reads in the logs (the
+    operation it finished, a blocked plan, nothing to do)."""
     problems = []
+    evidence = verdict.evidence
     for phase in verdict.phases:
-        if phase.returncode is None or phase.killed or not reduces(phase.log_after):
+        if (
+            phase.returncode is None
+            or phase.killed
+            or not reduces(phase.log_after)
+            or evidence.refused(phase)
+        ):
             continue  # an agent that refuses a corrupt log may exit as it likes: the log check says why
-        finished = appended_finishes(phase)
-        logged = str(finished[-1]["outcome"]) if finished else None
+        logged, _ = derived_outcome(evidence, phase)
         named = target.outcome_of(phase.returncode)
+        if named is None and logged is None:
+            continue  # a process that left its work to another (a deferred abort) may exit as it likes
         if named is None:
-            hint = f"; its log says {logged}: set [exit] {logged} = {phase.returncode}" if logged else ""
-            problems.append(f"{phase.name} exited {phase.returncode}, which [exit] does not name{hint}")
+            problems.append(
+                f"{phase.name} exited {phase.returncode}, which [exit] does not name; its logs say {logged}: "
+                f"set [exit] {logged} = {phase.returncode}"
+            )
         elif logged and named != logged:
             problems.append(
-                f"{phase.name} exited {phase.returncode}, which [exit] calls {named}, but its log finished the "
-                f"operation {logged}: set [exit] {logged} = {phase.returncode}"
+                f"{phase.name} exited {phase.returncode}, which [exit] calls {named}, but the logs say {logged}: "
+                f"set [exit] {logged} = {phase.returncode}"
             )
     return problems
 
@@ -158,7 +196,7 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     hygiene = Concern("phases end in time, leave no process, and write nothing outside the workspace", False)
     concerns = [runs, log, exits, configuration, identity, recovery, hygiene]
     verdicts: list[Verdict] = []
-    for probe in PROBES:
+    for probe in (*PROBES, ABORT_PROBE) if target.capabilities.abort else PROBES:
         try:
             verdicts.append(run_case(probe, target, folder=folder / probe.name, timeout=timeout))
         except ConfigurationUnusable as err:

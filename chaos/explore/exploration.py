@@ -37,6 +37,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
+from chaos.errors import Skipped
 from chaos.explore.strategies import scenarios, size
 from chaos.mine.miner import Miner, kebab
 from chaos.scenario.files import load_scenario, write_scenario
@@ -121,7 +122,11 @@ class Exploration:
                 self._unrun.add(known)  # shrinking has had its time: nothing new runs
                 return
             folder = self.results / "cases" / f"{self.cycles:05d}"
-            verdict = run_case(scenario, self.target, self.target_env, folder)
+            try:
+                verdict = run_case(scenario, self.target, self.target_env, folder)
+            except Skipped:  # needs what the target does not declare: nothing to find here
+                self._verdicts[known] = None
+                return
             self.cycles += 1
             if verdict.ok:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -144,9 +149,12 @@ class Exploration:
         """
         for path in sorted(self.results.glob("found-*.toml")):
             scenario = load_scenario(path)
-            verdict = run_case(
-                scenario, self.target, self.target_env, self.results / "cases" / f"past-{path.stem}"
-            )
+            try:
+                verdict = run_case(
+                    scenario, self.target, self.target_env, self.results / "cases" / f"past-{path.stem}"
+                )
+            except Skipped:
+                continue  # a past failure of a target that could do more than this one
             self.cycles += 1
             if verdict.ok:
                 shutil.rmtree(verdict.folder, ignore_errors=True)

@@ -13,7 +13,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from chaos.cycle.configuration import target_current
 from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 
@@ -30,13 +29,6 @@ ARGUMENTS = {
 DURABLE = (
     ("stepAttempt",) * 3 + ("toolStarted",) * 2 + ("entry:toolUse", "entry:tool", "entry:stop", "stepFailed")
 )
-
-
-def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
-    """The target's declared tools, as its configuration says (the strategies call only these)."""
-    if target.configuration_command is None:
-        return [t.name for t in target.tools]
-    return [t["name"] for t in target_current(target, extra_env)["tools"]]
 
 
 def _calls(tools: list[str]) -> st.SearchStrategy[dict[str, Any]]:
@@ -77,10 +69,11 @@ def _make_crash(boundary: Boundary, signal: str, torn: bool, power_loss: bool) -
     return Crash(boundary, signal, torn and kill and not boundary.in_flight, power_loss and kill)
 
 
-def _crash(power_loss: bool, two_writers: bool) -> st.SearchStrategy[Crash]:
-    """A crash: mostly SIGKILL, sometimes an abort (SIGINT), a torn tail; with ``two_writers`` also a
-    paused writer with a second one resuming (SIGSTOP), with ``power_loss`` also a power cut."""
-    signals = ["SIGKILL"] * 5 + ["SIGINT"] + (["SIGSTOP"] if two_writers else [])
+def _crash(power_loss: bool, two_writers: bool, abort: bool) -> st.SearchStrategy[Crash]:
+    """A crash: mostly SIGKILL, sometimes (where the target aborts on a signal) an abort, a torn tail;
+    with ``two_writers`` also a paused writer with a second one resuming (SIGSTOP), with
+    ``power_loss`` also a power cut."""
+    signals = ["SIGKILL"] * 5 + (["SIGINT"] if abort else []) + (["SIGSTOP"] if two_writers else [])
     return st.builds(
         _make_crash,
         _boundary(),
@@ -122,7 +115,7 @@ def scenarios(
     @st.composite
     def build(draw: st.DrawFn) -> Scenario:
         turns = draw(st.lists(_turn(tools), min_size=1, max_size=3))
-        crash = draw(_crash(power_loss, two_writers))
+        crash = draw(_crash(power_loss, two_writers, target.capabilities.abort is not None))
         return Scenario(
             path=Path("generated.toml"),
             name="generated",

@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
-from chaos.check.checks import Check, reduced
+from chaos.check.base import Check
+from chaos.check.oracles import agrees
+from chaos.contract.reading import reduced
 from chaos.cycle.evidence import Evidence
 
 
@@ -45,13 +47,8 @@ class OtherOracle:
         for name, log in logs.items():
             expected = reduced(log).result()
             got = self.verdict_of(folder / f"{name}.jsonl")
+            shown = orjson.dumps(got).decode() if not isinstance(got, str) else got
             checks.append(
-                Check(
-                    "oracle-agrees",
-                    f"oracle {self.command!r} agrees on {name}.jsonl",
-                    got == expected,
-                    orjson.dumps(expected).decode()[:300],
-                    (orjson.dumps(got).decode() if not isinstance(got, str) else got)[:300],
-                )
+                agrees(self.command, f"{name}.jsonl", got == expected, orjson.dumps(expected).decode(), shown)
             )
         return checks

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from chaos.contract import ContractError, Reducer, SessionState, plan_recovery
+from chaos.contract import ContractError, Reducer, plan_recovery
 from chaos.contract.facts import source_digest
 from chaos.contract.framing import committed_facts, committed_length, facts_of
 from chaos.contract.kinds import kind_of
@@ -69,17 +69,6 @@ def plan_shape(plan: dict[str, Any] | None) -> list[Any] | None:
     ]
 
 
-def state_shape(state: SessionState) -> list[Any]:
-    """What a recovery decision depends on beyond the plan itself: whether an abort is in progress, and
-    the replay policies of the started tool calls left pending (not how the log got there, its
-    operation kind or attempt count, which the same bug meets in many forms)."""
-    op = state.operation
-    if op is None:
-        return ["idle"]
-    pending = sorted({tc["replay"] for tc in op.tool_calls.values() if tc.status == "pending"})
-    return [op.abort_requested, pending]
-
-
 def action_shape(fact: dict[str, Any]) -> list[Any]:
     """What an appended fact did, without where it was (a call's index, how many calls an answer had)."""
     shape = fact_shape(fact)
@@ -88,13 +77,6 @@ def action_shape(fact: dict[str, Any]) -> list[Any]:
     if shape[0].startswith("entry:"):
         return [shape[0], shape[2], shape[3]]  # a result's type and reason
     return shape
-
-
-def plan_key(plan: dict[str, Any] | None) -> list[Any] | None:
-    """What a plan decides: its type, mode and reason, and the reasons of its synthetic results as a set
-    (not the attempt number, the outcome's detail or how many calls there were)."""
-    shape = plan_shape(plan)
-    return None if shape is None else [shape[0], shape[1], shape[2], sorted(set(shape[5]))]
 
 
 def signature(log: bytes, current: dict[str, Any] | None) -> str:

@@ -14,23 +14,70 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from chaos.contract.framing import committed_length
+from chaos.contract.reading import appended_finishes
 from chaos.errors import ChaosFault, Interrupted, UsageError
 from chaos.process import trace
 from chaos.process.durability import Durability
 from chaos.process.reap import KillReport
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.traced import TracedProcess
+from chaos.process.waiting import Waiting
 from chaos.scenario.model import Configuration, Crash
 from chaos.world.ledger import read_ledger
 from chaos.world.world import World
 
 ABORT = threading.Event()  # set when chaos itself is interrupted: every phase stops and kills its target
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One process of the run, as recorded."""
+
+    name: str
+    argv: list[str]
+    crash: str | None
+    returncode: int | None
+    outcome: str | None
+    seconds: float
+    timed_out: bool
+    reached: bool | None
+    late_facts: int | None
+    exact: bool | None
+    mechanism: str | None
+    torn: bool
+    continued: bool
+    waited: bool
+    signalled: list[int]
+    escaped_group: list[int]
+    outlived: list[int]
+    survivors: list[int]
+    log_before: int
+    log_after: int
+    requests: int
+    streams: int
+    effects: list[str]
+    strays: list[str]
+    durable: int | None
+    written: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {camel(k): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PhaseResult:
+        return cls(**{f.name: data[camel(f.name)] for f in fields(cls)})
+
+
+def camel(name: str) -> str:
+    """A field's name in the JSON files chaos writes (``timed_out`` -> ``timedOut``)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 class PhaseKind(Enum):
@@ -58,6 +105,8 @@ class Phase:
     exact: bool | None = None
     torn: bool = False  # the crash left a torn tail (the next write cut short)
     continued: bool = False  # paused at the boundary, then let go on without a crash
+    waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
+    wrote_early: bool = False  # a second writer that changed the log before it waited
     killed: bool = False  # chaos SIGKILLed it at its boundary (a crash, not an exit of its own)
     mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
     kill: KillReport = field(default_factory=KillReport)
@@ -89,34 +138,45 @@ class Phase:
         """Bytes the phase added after the committed log it started from."""
         return len(self.log_after) - self.committed_before
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "argv": self.argv,
-            "crash": str(self.crash) if self.crash else None,
-            "returncode": self.returncode,
-            "outcome": self.outcome,
-            "seconds": round(self.seconds, 3),
-            "timedOut": self.timed_out,
-            "reached": self.reached,
-            "lateFacts": self.late_facts,
-            "exact": self.exact,
-            "mechanism": self.mechanism,
-            "torn": self.torn,
-            "continued": self.continued,
-            "signalled": self.kill.signalled,
-            "escapedGroup": self.kill.escaped_group,
-            "outlived": self.kill.outlived,
-            "survivors": self.kill.survivors,
-            "logBefore": self.committed_before,
-            "logAfter": len(self.log_after),
-            "requests": self.requests[1] - self.requests[0],
-            "streams": self.streams,
-            "effects": self.effects,
-            "strays": self.strays,
-            "durable": self.durable,
-            "written": None if self.log_written is None else len(self.log_written),
-        }
+    @property
+    def wrote(self) -> bool:
+        """The phase changed the log at all: appended, or rewrote bytes in place."""
+        return self.wrote_early or self.log_after != self.log_before
+
+    def finishes(self) -> list[dict[str, Any]]:
+        """The ``operationFinished`` records this phase appended."""
+        return appended_finishes(self.log_before, self.log_after)
+
+    def result(self) -> PhaseResult:
+        """What is kept of this phase once its process is gone."""
+        return PhaseResult(
+            name=self.name,
+            argv=self.argv,
+            crash=str(self.crash) if self.crash else None,
+            returncode=self.returncode,
+            outcome=self.outcome,
+            seconds=round(self.seconds, 3),
+            timed_out=self.timed_out,
+            reached=self.reached,
+            late_facts=self.late_facts,
+            exact=self.exact,
+            mechanism=self.mechanism,
+            torn=self.torn,
+            continued=self.continued,
+            waited=self.waited,
+            signalled=self.kill.signalled,
+            escaped_group=self.kill.escaped_group,
+            outlived=self.kill.outlived,
+            survivors=self.kill.survivors,
+            log_before=self.committed_before,
+            log_after=len(self.log_after),
+            requests=self.requests[1] - self.requests[0],
+            streams=self.streams,
+            effects=self.effects,
+            strays=self.strays,
+            durable=self.durable,
+            written=None if self.log_written is None else len(self.log_written),
+        )
 
 
 def _effect_starts(ledger: list[dict[str, Any]]) -> list[str]:
@@ -146,6 +206,9 @@ def _settle(
     """What the phase's process did, once it is gone (or handed on, paused)."""
     if proc.fault is not None:
         raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
+    if world.server.fault is not None:
+        fault = world.server.fault
+        raise ChaosFault(f"the model server failed during {phase.name}: {fault!r}") from fault
     phase.seconds = time.monotonic() - started
     phase.timed_out = not ended
     phase.requests = (before.requests, len(world.server.requests))
@@ -199,8 +262,12 @@ def run_phase(
     out: Path,
     keep: Callable[[Phase], None] | None = None,
     pause: Decide | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> Phase:
-    """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left."""
+    """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left.
+
+    ``on_wait`` is called once if the process comes to wait on something outside itself (a lock a
+    paused writer holds, see ``chaos.process.waiting``); the phase goes on when it returns."""
     crash = phase.crash
     phase.log_before = world.log()
     power_loss = crash is not None and crash.power_loss
@@ -225,6 +292,11 @@ def run_phase(
     pausing = crash is not None and crash.signal == "SIGSTOP"  # ptrace cannot keep it stopped for another
     proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, ptrace=not pausing)
     deadline, exited, handed_on = started + timeout, False, False
+    waiting = (
+        Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)
+        if on_wait is not None
+        else None
+    )
     try:
         while not exited and time.monotonic() < deadline and not (pausing and stopper.stopped):
             if ABORT.is_set():
@@ -233,6 +305,12 @@ def run_phase(
             stopper.tick()
             if pause is not None:
                 deadline += time.monotonic() - asking  # a person's thinking time is not the agent's
+            if waiting is not None and on_wait is not None and waiting():
+                waited = time.monotonic()
+                on_wait()  # another process acted meanwhile: this one's doings are counted from here
+                before = _Before.of(world)
+                phase.ledger_before = before.ledger
+                waiting, deadline = None, deadline + time.monotonic() - waited
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
         if stopper.choice == "quit":
             raise Interrupted(f"quit at the pause in {phase.name}")
@@ -242,6 +320,8 @@ def run_phase(
         if handed_on:
             phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
         else:
+            if exited and trigger is not None:
+                trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
             phase.kill = proc.reap()
         if durability is not None and power_loss and stopper.stopped:
             phase.log_written = _cut(world, durability.durable)  # the power cut: only synced bytes stay

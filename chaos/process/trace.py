@@ -263,9 +263,26 @@ def shorten_write(pid: int, count: int) -> None:
     _SECCOMP.set_registers(pid, regs)
 
 
-def child_setup(filtered: bool = True) -> Callable[[], None]:
-    """The tracee's setup: traced, and (``filtered``) with the seccomp filter that traps the calls a
-    durable boundary is judged at. A phase with no boundary to catch needs only the process events,
-    and each trap costs a round trip through the tracer."""
+def default_signals() -> None:
+    """In a target's child, before exec: SIGINT and SIGQUIT to their default actions. A chaos started
+    from a process that ignores them (a shell's background job, a CI runner) would pass that on, and
+    an agent that ignores SIGINT can never be asked to abort; SIGPIPE and SIGXFSZ subprocess restores."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def child_setup(exact: bool, filtered: bool = True) -> Callable[[], None]:
+    """The target's setup in its child: default signals and, where exact kills are available, traced
+    and (``filtered``) with the seccomp filter that traps the calls a durable boundary is judged at. A
+    phase with no boundary to catch needs only the process events, and each trap costs a round trip
+    through the tracer."""
+    if not exact:
+        return default_signals
     assert _SECCOMP is not None
-    return _SECCOMP.child if filtered else _SECCOMP.traced_child
+    traced = _SECCOMP.child if filtered else _SECCOMP.traced_child
+
+    def setup() -> None:
+        default_signals()
+        traced()
+
+    return setup

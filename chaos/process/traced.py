@@ -34,6 +34,7 @@ from chaos.errors import TargetUnusable
 from chaos.process import trace
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
 
+GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
 SWITCH_INTERVAL = 0.0005  # seconds a busy Python thread may hold the GIL while an agent waits at a trap
 
 
@@ -125,7 +126,7 @@ class TracedProcess:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
-                    preexec_fn=trace.child_setup(self.traps) if self.exact else None,
+                    preexec_fn=trace.child_setup(self.exact, self.traps),
                 )
         except Exception as err:  # a failed start must never leave the caller waiting
             self.fault = err
@@ -189,6 +190,8 @@ class TracedProcess:
         if self.exact and self._gone.is_set():
             return self.report  # the tracer saw every process of the tree exit: nothing is left
         leftovers = [] if self.killed else [pid for pid in self.pids if pid != self.pid and alive(pid)]
+        if leftovers:  # a child finishing its last write as its parent exits is no leftover: a grace
+            leftovers = wait_gone(leftovers, GRACE)
         self.report.add(signal_tree(self.pid, self.pids))
         self._gone.wait(10)
         self.report.survivors = wait_gone(self.pids)

@@ -42,7 +42,7 @@ def render(verdict: Verdict) -> str:
             )
             lines.append(f"  {phase.name}: {ended} in {phase.seconds:.2f}s, appended {appended} bytes")
     for check in verdict.checks:
-        lines.append(f"  {'✓' if check.ok else '✗'} {check.text()}")
+        lines.append(f"  {check.mark} {check.text()}")
     failed = verdict.failed
     failure = failure_of(verdict)
     if failure is not None:

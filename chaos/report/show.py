@@ -78,7 +78,10 @@ def _summary(reducer: Reducer) -> dict[str, Any] | None:
 def timeline(data: bytes, current: dict[str, Any] | None = None) -> Timeline:
     reducer = Reducer.of(data)
     result = reducer.result()
-    tl = Timeline(error=result.get("error"), repaired_length=committed_length(data))
+    error = result.get("error")
+    if error is not None and reducer.error is not None and reducer.error.detail:
+        error = {**error, "detail": reducer.error.detail}  # what broke, in words (not the golden shape)
+    tl = Timeline(error=error, repaired_length=committed_length(data))
     tl.torn = len(data) - tl.repaired_length
     for number, line in enumerate(committed_lines(data), 1):
         if tl.error is not None and number >= tl.error["line"]:
@@ -141,12 +144,18 @@ def render(tl: Timeline, colour: bool = False, mark: int | None = None) -> str:
         out.append(_paint(f"reduces: ok; repairedLength {tl.repaired_length}", None, colour))
     else:
         out.append(
-            _paint(f"reduces: no, {tl.error['code']} at line {tl.error['line']}", COLOURS["error"], colour)
+            _paint(
+                f"reduces: no, {tl.error['code']} at line {tl.error['line']}"
+                + (f": {tl.error['detail']}" if tl.error.get("detail") else ""),
+                COLOURS["error"],
+                colour,
+            )
         )
     if tl.state and tl.error is None:
         s = tl.state
         pending = f", pending tools: {', '.join(map(str, s['pendingTools']))}" if s["pendingTools"] else ""
-        text = f"state: operation {s['operation']}, step {s['step']}, {s['transcript']} message(s){pending}"
+        step = f", step {s['step']}" if s["step"] else ""
+        text = f"state: operation {s['operation']}{step}, {s['transcript']} message(s){pending}"
         out.append(_paint(text, None, colour))
     if tl.plan is not None:
         out.append(_paint(f"plan: {plan_text(tl.plan)}", COLOURS["plan"], colour))

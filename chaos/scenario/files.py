@@ -173,6 +173,7 @@ def load_scenario(path: Path) -> Scenario:
         "expect": _expect(top.table("expect")),
         "operation": top.choice("operation", OPERATIONS, "run"),
         "timeout": top.number("timeout", 60.0, 0.0, exclusive=True),
+        "requires": tuple(top.strings("requires", [])),
     }
     top.done()
     if not values["turns"]:
@@ -272,6 +273,8 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
     if scenario.operation != "run":
         doc["operation"] = scenario.operation
     doc["timeout"] = scenario.timeout
+    if scenario.requires:
+        doc["requires"] = list(scenario.requires)
     doc["expect"] = _expect_document(scenario.expect)
     return doc
 

@@ -36,6 +36,7 @@ BLOCKED_REASONS = (
 SIGNALS = ("SIGKILL", "SIGINT", "SIGSTOP")
 FINISH = ("stop", "tool_calls", "length")
 OPERATIONS = ("run", "compaction")
+NEEDS = ("abort", "streaming", "compaction")  # and tool:NAME
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 
@@ -308,6 +309,9 @@ class Scenario:
     target: str = "reference"
     operation: str = "run"  # or "compaction": run the prompt to its end, then crash the target's compact
     timeout: float = 60.0  # seconds per phase
+    requires: tuple[
+        str, ...
+    ] = ()  # capabilities beyond the contract: abort, streaming, compaction, tool:NAME
     path: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -322,6 +326,52 @@ class Scenario:
         problem = files_problem(list(files))
         if problem:
             raise ValueError(f"files: {problem}")
+        object.__setattr__(self, "requires", tuple(self.requires))
+        unknown = [need for need in self.requires if need not in NEEDS and not need.startswith("tool:")]
+        if unknown:
+            raise ValueError(f"requires: {unknown[0]!r} is not one of {', '.join(NEEDS)}, tool:NAME")
+
+    def needs(self) -> list[str]:
+        """What running this scenario as it stands asks of a target beyond the contract: what it declares
+        it requires, an abort for a SIGINT crash, compaction, a streamed answer to crash in."""
+        needs = list(self.requires)
+        crashes = [c for c in (self.crash, self.then_crash) if c is not None]
+        if any(c.signal == "SIGINT" for c in crashes):
+            needs.append("abort")
+        if any(c.boundary.what == "model-stream" for c in crashes):
+            needs.append("streaming")
+        if self.operation == "compaction":
+            needs.append("compaction")
+        return list(dict.fromkeys(needs))
+
+    def unreachable(self) -> str | None:
+        """Why a crash of this scenario can never be reached, as its own script shows (a tool it never
+        calls, a length stop it never makes, an effect no file performs), or None when it may be."""
+        names = sorted({c["name"] for turn in self.turns for c in turn.tool_calls})
+        aborts = any(c.signal == "SIGINT" for c in (self.crash, self.then_crash) if c is not None)
+        for crash in (self.crash, self.then_crash):
+            if crash is None:
+                continue
+            b, called = crash.boundary, ", ".join(names) or "no tool"
+            tool = b.where.get("toolName")
+            why = None
+            if tool is not None and tool not in names:
+                why = f"the script never calls {tool!r} (it calls {called})"
+            elif b.what in ("toolStarted", "entry:tool") and not names:
+                why = "the script calls no tool"
+            elif b.what == "entry:length" and not any(t.finish == "length" for t in self.turns):
+                why = 'no turn of the script stops at its length (finish = "length")'
+            elif b.what == "stepFailed" and not aborts and not any(t.error or t.timeout for t in self.turns):
+                why = "no turn of the script fails (error or timeout), and nothing aborts"
+            elif b.what in ("compactionStarted", "entry:compaction") and self.operation != "compaction":
+                why = 'the scenario compacts nothing (operation = "compaction")'
+            elif b.what.startswith("effect-") and not any(
+                b.where["effect"] in f.content for f in self.files.values()
+            ):
+                why = f"no workspace file performs the effect {b.where['effect']!r} ($CHAOS_EFFECT NAME)"
+            if why:
+                return f"{b} can never be reached: {why}"
+        return None
 
     def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
         """The same world crashed elsewhere; expectations become derived unless the crashes are the scenario's."""

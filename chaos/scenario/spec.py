@@ -12,6 +12,7 @@ and inline-table keys included, to the line it starts on.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import tomllib
@@ -194,6 +195,7 @@ class Table:
         if not isinstance(data, dict):
             self.fail(None, f"must be a table, got {type(data).__name__}")
         self.data: dict[str, Any] = dict(data)
+        self.known: set[str] = set()  # the keys this table was asked for: what a misspelt key may mean
 
     @classmethod
     def top(cls, file: Path) -> Table:
@@ -211,6 +213,7 @@ class Table:
         raise SpecError(f"{self.where(key)}: {message}")
 
     def take(self, key: str, kind: type[T] | tuple[type, ...], default: Any = MISSING) -> T:
+        self.known.add(key)
         if key not in self.data:
             if default is MISSING:
                 self.fail(key, "is required")
@@ -250,6 +253,7 @@ class Table:
         return value
 
     def table(self, key: str, required: bool = False) -> Table:
+        self.known.add(key)
         value = self.take(key, dict, MISSING if required else {})
         return Table(self.file, self.lines, (*self.path, key), value)
 
@@ -261,4 +265,6 @@ class Table:
         """Every field has been read: anything left is an unknown key."""
         if self.data:
             key = sorted(self.data)[0]
-            self.fail(key, f"unknown key (check the spelling; see {guide} for the fields)")
+            close = difflib.get_close_matches(key, sorted(self.known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            self.fail(key, f"unknown key ({hint}check the spelling; see {guide} for the fields)")

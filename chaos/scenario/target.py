@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chaos.bundled import targets_folder
 from chaos.errors import SpecError
-from chaos.scenario.model import OUTCOMES
+from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.spec import Table
 
 GUIDE = "the README, 'Drive your own agent'"
@@ -33,6 +34,33 @@ PLACEHOLDERS = {
     "environment_identity": "the environment identity of the phase",
     "tools_json": "the phase's tool overrides as a JSON object (name -> description/replay/replayKey)",
 }
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target can do beyond the contract, declared in its ``[capabilities]`` table.
+
+    The contract asks for a log, a resume and exit codes per outcome; chaos can
+    exercise more where an agent offers it. Defaults are the contract's minimum:
+    no abort on a signal, no streaming, compaction only with a ``compact``
+    command. A case that needs what a target lacks is skipped with the reason,
+    never failed."""
+
+    abort: str | None = None  # the signal the agent turns into abortRequested (SIGINT), or None
+    streaming: bool = False  # it streams model answers (model-stream boundaries need it)
+    compaction: bool = False  # it has a compact command
+
+    def lacks(self, need: str, tools: list[str]) -> str | None:
+        """Why a case that needs ``need`` cannot run against this target, or None when it can."""
+        if need == "abort" and self.abort is None:
+            return 'an abort on a signal (the target declares no [capabilities] abort = "SIGINT")'
+        if need == "streaming" and not self.streaming:
+            return "a streamed model answer (the target declares no [capabilities] streaming = true)"
+        if need == "compaction" and not self.compaction:
+            return "a compaction (the target has no compact command)"
+        if need.startswith("tool:") and need[5:] not in tools:
+            return f"the tool {need[5:]!r} (the target declares {', '.join(tools) or 'no tools'})"
+        return None
 
 
 @dataclass(frozen=True)
@@ -58,6 +86,7 @@ class Target:
     tools: list[ToolDeclaration]
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
+    capabilities: Capabilities = Capabilities()
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -67,11 +96,14 @@ class Target:
 
     @property
     def reference(self) -> str:
-        """How ``--target`` names this target: its name when that finds this very spec, else its path."""
-        try:
-            return self.name if find_target(self.name).resolve() == self.path.resolve() else str(self.path)
-        except SpecError:
-            return str(self.path)
+        """How ``--target`` names this target from any directory: the name of a bundled target, else the
+        spec's absolute path."""
+        bundled = targets_folder() / f"{self.name}.toml"
+        return (
+            self.name
+            if bundled.is_file() and bundled.resolve() == self.path.resolve()
+            else str(self.path.resolve())
+        )
 
 
 def fill(template: str, values: dict[str, str]) -> str:
@@ -149,6 +181,14 @@ def load_target(path: Path) -> Target:
         tool.done(GUIDE)
     if derive and not tools:
         top.fail("tools", "a derived configuration needs the target's [[tools]] declarations")
+    able = top.table("capabilities")
+    abort = able.choice("abort", ("SIGINT", "SIGTERM", "SIGHUP", "none"), "none")
+    capabilities = Capabilities(
+        abort=None if abort == "none" else abort,
+        streaming=able.take("streaming", bool, False),
+        compaction=compact is not None,
+    )
+    able.done(GUIDE)
     target = Target(
         path=path,
         name=top.take("name", str, path.stem),
@@ -164,6 +204,7 @@ def load_target(path: Path) -> Target:
         tools=tools,
         compact=compact,
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
+        capabilities=capabilities,
     )
     top.take("description", str, "")
     top.done(GUIDE)
@@ -198,3 +239,13 @@ def placeholders(target: Target, workspace: Path, **values: str) -> dict[str, An
         "target_dir": str(target.path.resolve().parent),
         **values,
     }
+
+
+def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) -> str | None:
+    """Why ``scenario`` as it stands cannot run against ``target`` (a capability it needs and the target
+    lacks), or None when it can. ``tools`` gives the target's declared tools, asked only when needed."""
+    for need in scenario.needs():
+        why = target.capabilities.lacks(need, tools() if need.startswith("tool:") else [])
+        if why:
+            return f"{scenario.name} needs {why}"
+    return None

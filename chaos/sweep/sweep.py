@@ -4,8 +4,10 @@ For each scenario one clean run records the full log; its committed
 transactions, model requests and gated effects become the boundaries, one
 crash case each. ``depth 2`` also crashes each case's recovery at each of the
 recovery's own boundaries, while the budget lasts. Cases run in parallel in
-isolated worlds; each finished verdict is appended to a journal at once, so an
-interrupted sweep keeps what it did and ``--resume`` carries on from there.
+isolated worlds; each finished result is appended to a journal at once, so an
+interrupted sweep keeps what it did and ``--resume`` carries on from there. A
+case that needs what the target does not declare is journalled as skipped,
+with the reason.
 """
 
 from __future__ import annotations
@@ -18,21 +20,37 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from chaos.case.record import Record, slug
+from chaos.case.result import CaseResult, append_journal, read_journal, reported
 from chaos.case.run import Hook, run_case
 from chaos.case.verdict import Verdict
-from chaos.check.checks import reduced
+from chaos.contract.reading import reduced
+from chaos.errors import Skipped
 from chaos.process import phase as phases
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
-from chaos.report.outputs import case_view, read_journal, reported
+from chaos.report.html import view_of
 from chaos.scenario.model import Boundary, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.triage.failure import failure_of, size
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a sweep runs: one value, from the command line, the API or a CI recipe."""
+
+    results: Path = Path("results/sweep")
+    target_env: dict[str, str] = field(default_factory=dict)
+    jobs: int = 1
+    depth: int = 1
+    budget: float | None = None
+    shard: tuple[int, int] = (1, 1)
+    keep_all: bool = False
+    resume: bool = False
+    timeout: float | None = None
+    power_loss: bool = False  # every crash case is a power loss, not only a process death
+    two_writers: bool = False  # every durable crash case pauses the writer while a second one resumes
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,10 @@ class Case:
         then = f" then {self.then_crash}" if self.then_crash else ""
         written = " (as written)" if self.as_written else ""
         return f"{self.scenario.name} @ {self.crash or 'no crash'}{then}{written}"
+
+    @property
+    def as_run(self) -> Scenario:
+        return self.scenario.with_crash(self.crash, self.then_crash)
 
     def in_shard(self, shard: tuple[int, int]) -> bool:
         """Stable across machines and runs: the case id's hash, not its position, picks the shard."""
@@ -73,73 +95,74 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
 
 @dataclass
 class Sweep:
-    """One sweep's settings and what it has found so far."""
+    """One sweep: its settings, its other judges and after-case hooks, and what it has found so far."""
 
-    results: Path
-    target_env: dict[str, str]
-    jobs: int = 1
-    depth: int = 1
-    budget: float | None = None
-    shard: tuple[int, int] = (1, 1)
-    keep_all: bool = False
-    resume: bool = False
-    timeout: float | None = None
-    power_loss: bool = False  # every crash case is a power loss, not only a process death
-    two_writers: bool = False  # every durable crash case pauses the writer while a second one resumes
+    settings: Settings
     hooks: tuple[Hook, ...] = ()  # other judges of each case's evidence (--oracle)
-    after: list[Callable[[Verdict], object]] = field(default_factory=list)  # e.g. mining, once judged
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)  # not run: the budget ran out
+    after: tuple[Callable[[Verdict], object], ...] = ()  # e.g. mining, once judged
+    results: dict[str, CaseResult] = field(default_factory=dict)
+    not_run: list[str] = field(default_factory=list)  # the budget ran out before these
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def journal(self) -> Path:
-        return self.results / "sweep.jsonl"
+        return self.settings.results / "sweep.jsonl"
 
     def over_budget(self) -> bool:
-        return self.budget is not None and time.monotonic() - self.started > self.budget
+        budget = self.settings.budget
+        return budget is not None and time.monotonic() - self.started > budget
 
     def folder(self, case: Case) -> Path:
-        return self.results / "cases" / slug(case.id, 150)
+        return self.settings.results / "cases" / slug(case.id, 150)
 
     def load_journal(self) -> None:
-        if self.resume and self.journal.exists():
-            self.verdicts = {entry["case"]: entry for entry in read_journal(self.journal)}
+        if self.settings.resume and self.journal.exists():
+            self.results = {result.case: result for result in read_journal(self.journal)}
         elif self.journal.exists():
             self.journal.unlink()
 
-    def run_one(self, case: Case) -> dict[str, Any]:
-        """Run a case, or recall it from the journal under ``--resume``; the entry names its children."""
-        if case.id in self.verdicts:
-            return self.verdicts[case.id]
-        scenario = case.scenario.with_crash(case.crash, case.then_crash)
+    def run_one(self, case: Case) -> CaseResult:
+        """Run a case, or recall it from the journal under ``--resume``; the result names its children."""
+        if case.id in self.results:
+            return self.results[case.id]
         folder = self.folder(case)
-        verdict = run_case(scenario, case.target, self.target_env, folder, self.timeout, hooks=self.hooks)
-        for after in self.after:
-            after(verdict)
-        children = _children(case, verdict, self.depth)
-        entry = verdict.to_json() | {
-            "case": case.id,
-            "next": [str(b) for b in children],
-            "reported": case.in_shard(self.shard),  # clean runs run in every shard, count in one
-            "view": case_view(verdict),
-            "failure": failure.to_json() if (failure := failure_of(verdict)) else None,
-            "size": size(verdict),
-        }
+        s = self.settings
+        try:
+            verdict = run_case(case.as_run, case.target, s.target_env, folder, s.timeout, hooks=self.hooks)
+        except Skipped as why:
+            result = CaseResult(
+                case.id,
+                case.scenario.name,
+                case.target.name,
+                True,
+                skipped=str(why),
+                reported=case.in_shard(s.shard),
+            )
+        else:
+            for after in self.after:
+                after(verdict)
+            failure = failure_of(verdict)
+            result = verdict.result().with_(
+                case=case.id,
+                next=[str(b) for b in _children(case, verdict, s.depth)],
+                reported=case.in_shard(s.shard),  # clean runs run in every shard, count in one
+                view=view_of(verdict),
+                failure=failure.record() if failure else None,
+                size=size(verdict),
+            )
+            if verdict.ok and not s.keep_all:
+                Record(folder).prune()
         with self._lock:
-            self.verdicts[case.id] = entry
-            with self.journal.open("ab") as journal:
-                journal.write(orjson.dumps(entry) + b"\n")
-        if verdict.ok and not self.keep_all:
-            Record(folder).prune()
-        return entry
+            self.results[case.id] = result
+            append_journal(self.journal, result)
+        return result
 
-    def reported(self) -> list[dict[str, Any]]:
-        return reported(self.verdicts.values())
+    def reported(self) -> list[CaseResult]:
+        return reported(list(self.results.values()))
 
-    def findings(self) -> list[dict[str, Any]]:
-        return [v for v in self.reported() if not v["ok"]]
+    def findings(self) -> list[CaseResult]:
+        return [r for r in self.reported() if not r.ok]
 
 
 def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
@@ -154,55 +177,60 @@ def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
     return []
 
 
-def _child(case: Case, boundary: str, sweep: Sweep) -> Case:
+def _child(case: Case, boundary: str, settings: Settings) -> Case:
     at = Boundary.parse(boundary)
-    signal = "SIGSTOP" if sweep.two_writers and not at.in_flight else "SIGKILL"
-    crash = Crash(at, signal, power_loss=sweep.power_loss and signal == "SIGKILL")
+    signal = "SIGSTOP" if settings.two_writers and not at.in_flight else "SIGKILL"
+    crash = Crash(at, signal, power_loss=settings.power_loss and signal == "SIGKILL")
     if case.crash is None:
         return Case(case.scenario, case.target, crash)
     return Case(case.scenario, case.target, case.crash, crash)
 
 
 class Progress:
-    """One line: cases done / total, findings so far, estimated time left."""
+    """One line: cases done / total (``+`` while clean runs or recoveries may add more), findings,
+    time left."""
 
     def __init__(self, sweep: Sweep) -> None:
         self.sweep = sweep
         self.tty = sys.stderr.isatty()
         self.last = 0.0
 
-    def show(self, done: int, total: int, final: bool = False) -> None:
+    def show(self, done: int, total: int, growing: bool, final: bool = False) -> None:
         now = time.monotonic()
         if not final and not self.tty and now - self.last < 5:
             return
         self.last = now
         elapsed = now - self.sweep.started
-        left = elapsed / done * (total - done) if done else 0.0
-        text = (
-            f"chaos sweep: {done}/{total} cases, {len(self.sweep.findings())} finding(s), ~{left:.0f}s left"
-        )
+        left = f", ~{elapsed / done * (total - done):.0f}s left" if done and not growing else ""
+        more = "+" if growing and not final else ""
+        text = f"chaos sweep: {done}/{total}{more} cases, {len(self.sweep.findings())} finding(s){left}"
         end = "\n" if final or not self.tty else ""
-        sys.stderr.write(("\r" if self.tty else "") + text + end)
+        sys.stderr.write(("\r\033[K" if self.tty else "") + text + end)
         sys.stderr.flush()
 
 
 def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scenario], Target]) -> None:
     """Run every case of the shard: clean runs first, since they name the crash cases."""
-    sweep.results.mkdir(parents=True, exist_ok=True)
+    s = sweep.settings
+    s.results.mkdir(parents=True, exist_ok=True)
     sweep.load_journal()
     progress = Progress(sweep)
-    pending: dict[Future[dict[str, Any]], Case] = {}
+    pending: dict[Future[CaseResult], Case] = {}
     queue = [Case(scenario, target_of(scenario), None) for scenario in scenarios]
-    written = [Case(s, target_of(s), s.crash, s.then_crash, True) for s in scenarios if s.crash is not None]
-    queue += [case for case in written if case.in_shard(sweep.shard)]
+    written = [
+        Case(sc, target_of(sc), sc.crash, sc.then_crash, True) for sc in scenarios if sc.crash is not None
+    ]
+    queue += [case for case in written if case.in_shard(s.shard)]
     total, done = len(queue), 0
-    with ThreadPoolExecutor(max_workers=sweep.jobs, thread_name_prefix="chaos-case") as pool:
+    parents = {id(case) for case in queue if case.crash is None or s.depth >= 2}  # may add cases
+    with ThreadPoolExecutor(max_workers=s.jobs, thread_name_prefix="chaos-case") as pool:
         try:
             while queue or pending:
-                while queue and len(pending) < sweep.jobs:
+                while queue and len(pending) < s.jobs:
                     case = queue.pop(0)
-                    if sweep.over_budget() and case.id not in sweep.verdicts:
-                        sweep.skipped.append(case.id)
+                    if sweep.over_budget() and case.id not in sweep.results:
+                        sweep.not_run.append(case.id)
+                        parents.discard(id(case))
                         continue
                     pending[pool.submit(sweep.run_one, case)] = case
                 if not pending:
@@ -210,17 +238,20 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     case = pending.pop(future)
-                    entry = future.result()
+                    result = future.result()
                     done += 1
-                    more = [_child(case, boundary, sweep) for boundary in entry.get("next", [])]
-                    more = [c for c in more if c.in_shard(sweep.shard)]
+                    parents.discard(id(case))
+                    more = [_child(case, boundary, s) for boundary in result.next]
+                    more = [c for c in more if c.in_shard(s.shard)]
+                    if s.depth >= 2:
+                        parents |= {id(c) for c in more if c.then_crash is None}
                     queue += more
                     total += len(more)
-                    progress.show(done, total)
+                    progress.show(done, total, bool(parents))
         except BaseException:
             phases.ABORT.set()
             for future in pending:
                 future.cancel()
             raise
         finally:
-            progress.show(done, total, final=True)
+            progress.show(done, total, False, final=True)

@@ -1,24 +1,24 @@
 """The failure key: what makes two failing cases the same failure, whatever scenario or boundary exposed it.
 
-A key has three parts, each free of ids, paths, texts, times and scenario names,
-so it is stable across runs, machines and shards:
+A key is built from the cause, never from where it showed, so one bug is one
+group across scenarios, boundaries, protocols, shards and agents:
 
-1. the first failing check, in the order checks are reported (``chaos.check.CATALOG``);
-2. the *divergence*: where the agent left the oracle's way, as the oracle's plan
-   there (type, mode, reason, and the reasons of synthetic results) paired with
-   what the agent did instead (the kind of fact it appended and the fields
-   recovery reads, or that it appended nothing, or how it ended). For a log that
-   no longer reduces it is the first transaction the reducer rejects (its error
-   code is part of it); otherwise the first resume whose first appended facts do
-   not carry out the oracle's plan for the log it started from, else the
-   recovery ending while the oracle still plans work;
-3. the recovery-relevant shape of the state it diverged from (``state_shape``,
-   beside mining's signatures): an abort in progress, the replay policies of
-   started tools left pending.
+1. the first failing check, in the order checks are reported (causes first, ``chaos.check``);
+2. for a log that no longer reduces: the oracle's error code, the kind of the
+   fact it rejects, and the rule it broke in words with ids, values and
+   counts left out (``entry lacks assistantEntryId``);
+3. for a wrong plan: the decision of the contract's decision tree the agent
+   broke (the plan's type, mode, blocked reason and synthetic reasons: the
+   rows that decide alike, ``chaos.contract.planner.ROWS``, are one decision,
+   so a recovery that never writes its finish is one failure whether the run
+   completed, failed or stopped at its length) and what it did instead (the
+   kind of fact it appended and the fields recovery reads, or that it appended
+   nothing, or how it ended);
+4. for a wrong outcome: what was expected and what the process reported.
 
-Checks that are not about plans or outcomes (the crash prefix, an effect that ran
-twice, a process left behind) key on the check alone; a timeout, a leftover
-process or a stray file also keys on the kinds of phase it happened in.
+Checks that are not about plans or outcomes (the crash prefix, an effect that
+ran twice, a process left behind) key on the check alone; a timeout, a
+leftover process or a stray file also keys on the kinds of phase it happened in.
 """
 
 from __future__ import annotations
@@ -30,16 +30,19 @@ from typing import Any
 
 import orjson
 
+from chaos.case.result import FailureRecord
 from chaos.case.verdict import Verdict
-from chaos.check.checks import CATALOG, carried_out, facts, plan, reduced
-from chaos.contract.framing import FramingError, committed_length, committed_lines, facts_of, parse_line
+from chaos.check import CATALOG
+from chaos.check.recovery import carried_out
+from chaos.contract.framing import committed_length, committed_lines
+from chaos.contract.kinds import kind_of
+from chaos.contract.reading import appended_lines, decision, raw_facts, reduced
 from chaos.cycle.evidence import Evidence
-from chaos.mine.signature import action_shape, plan_key, state_shape
+from chaos.mine.signature import action_shape
 from chaos.process.phase import PhaseKind
 
 _PHASED = ("timeout", "processes", "sandbox")  # checks whose failing phase kind is part of the key
-# Checks about plans and outcomes: their key has the divergence. (A crash-prefix check is about the
-# run before recovery, an effect or process check about what the ledger or the kernel saw.)
+# Checks about plans and outcomes: their key has the divergence.
 _ABOUT_PLANS = (
     "final-reduces",
     "plan-followed",
@@ -50,26 +53,26 @@ _ABOUT_PLANS = (
     "idle-terminal",
     "again-appends-nothing",
 )
+_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|sha256:[0-9a-f]{64}")
+_VALUES = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+\b|\[[\d, ]*\]")
+
+
+def rule(detail: str) -> str:
+    """The rule an oracle error's detail states, with ids, digests, values and counts left out."""
+    return _VALUES.sub("…", _IDS.sub("ID", detail))
 
 
 @dataclass(frozen=True)
 class Divergence:
-    planned: dict[str, Any] | None  # the oracle's plan where the agent diverged
-    did: str  # what the agent did there, in words
-    shape: list[Any]  # planned, did and the state's shape, for the key
+    planned: str | None  # the decision the agent broke, in words (None: the log does not reduce there)
+    did: str  # what the agent did, in words
+    shape: list[Any]  # the parts of the key
 
     def text(self) -> str:
         """In words, from the key's parts only (so the words are as stable as the key)."""
-        planned = self.shape[0]
-        words = " ".join(str(p) for p in planned[:3] if p) if planned else "nothing (the log does not reduce)"
-        if planned and planned[3]:
-            words += " " + ",".join(planned[3])
-        pending = (
-            f" ({', '.join(self.shape[2][1])} tool pending)"
-            if len(self.shape[2]) > 1 and self.shape[2][1]
-            else ""
-        )
-        return f"the oracle planned {words}{pending}; the agent {self.did}"
+        if self.planned is None:
+            return f"the agent {self.did}"
+        return f"the oracle planned {self.planned}; the agent {self.did}"
 
 
 @dataclass(frozen=True)
@@ -88,80 +91,85 @@ class Failure:
         where = f" ({', '.join(self.where)})" if self.where else ""
         return f"{self.check}{where}: " + (self.divergence.text() if self.divergence else CATALOG[self.check])
 
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "check": self.check, "label": self.label}
+    def record(self) -> FailureRecord:
+        return FailureRecord(self.key, self.check, self.label)
 
 
-def _did(appended: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+def _did(appended: list[Any]) -> tuple[str, list[Any]]:
     if not appended:
         return "appended nothing", ["nothing"]
-    shape = action_shape(appended[0])
+    try:
+        shape = action_shape(appended[0])
+    except (KeyError, TypeError, AttributeError):
+        return "appended a fact of no known kind", ["?"]
     return "appended " + " ".join(str(p) for p in shape if p not in (None, [], False)), shape
 
 
-def _rejected(after: bytes, line: int) -> tuple[str, list[Any]]:
-    """What the agent wrote on ``line``, the first line the reducer rejects."""
-    error = reduced(after).result()["error"]
-    try:
-        first = facts_of(parse_line(committed_lines(after)[line - 1]))[0]
-        did, shape = (
-            _did([first]) if isinstance(first, dict) and "kind" in first else ("appended a non-fact", ["?"])
-        )
-    except (FramingError, KeyError, IndexError, TypeError):
-        did, shape = "appended an unreadable line", ["unreadable"]
-    return f"{did}, which the reducer rejects ({error['code']})", [*shape, error["code"]]
+def _planned(made_plan: dict[str, Any]) -> str:
+    reasons = sorted({r["reason"] for r in made_plan.get("results", [])})
+    parts = [made_plan["type"], made_plan.get("mode"), made_plan.get("reason"), ",".join(reasons) or None]
+    return " ".join(str(p) for p in parts if p)
 
 
 def _rejection(ev: Evidence) -> Divergence | None:
-    """The first transaction a resume appended that the reducer rejects."""
-    assert ev.current is not None
+    """The first transaction a resume appended that the reducer rejects: keyed by the error's code, the
+    kind of the fact it rejects and the rule it states."""
     for _, before, after in ev.transitions():
         error = reduced(after).error
-        if error is not None and error.line > reduced(before).line:
-            good = b"".join(line + b"\n" for line in committed_lines(after)[: error.line - 1])
-            planned, state = plan(good, ev.current), reduced(good).state
-            assert state is not None
-            did, shape = _rejected(after, error.line)
-            return Divergence(planned, did, [plan_key(planned), shape, state_shape(state)])
+        if error is None or error.line <= reduced(before).line:
+            continue
+        line = committed_lines(after)[error.line - 1]
+        rejected = raw_facts([line])
+        fact = next((f for f in rejected if isinstance(f, dict) and f.get("seq") == error.seq), None)
+        fact = fact or (rejected[0] if rejected else None)
+        try:
+            kind = kind_of(fact)[0] if isinstance(fact, dict) else "unreadable line"
+        except (KeyError, TypeError, AttributeError):
+            kind = "a fact of no known kind"
+        said = rule(error.detail)
+        did = f"appended {kind}, which the reducer rejects ({error.code}: {said})"
+        return Divergence(None, did, [error.code, kind, said])
     return None
 
 
 def _first_step(ev: Evidence) -> Divergence | None:
     """The first resume whose first appended facts do not carry out the oracle's plan for its log."""
-    assert ev.current is not None
     for phase, before, after in ev.transitions():
-        if phase.kind is PhaseKind.CONTINUED or (ev.continued is not None and len(after) == len(before)):
-            continue  # the paused writer's own work, or a second writer that refused the session
-        planned, state = plan(before, ev.current), reduced(before).state
-        if planned is None or state is None or (planned["type"] == "finish" and state.operation is None):
+        if phase.kind is PhaseKind.CONTINUED or ev.refused(phase):
             continue
-        appended = facts(after)[len(facts(before)) :]
-        if not carried_out(planned, appended):
+        made = decision(before, ev.current)
+        if made is None or made.row == "0-idle":
+            continue
+        appended = raw_facts(appended_lines(before, after))
+        if not carried_out(made.plan, appended):
             did, shape = _did(appended)
-            return Divergence(planned, did, [plan_key(planned), shape, state_shape(state)])
+            planned = _planned(made.plan)
+            return Divergence(planned, did, [planned, shape])
     return None
 
 
 def _ending(ev: Evidence) -> Divergence | None:
     """The recovery ended while the oracle still plans work (and no block)."""
-    assert ev.current is not None
     ending, final = ev.ending(), ev.final
-    planned, state = plan(final, ev.current), reduced(final).state
-    if planned is None or state is None or state.operation is None or planned["type"] == "blocked":
+    made, state = decision(final, ev.current), reduced(final).state
+    if made is None or state is None or state.operation is None or made.plan["type"] == "blocked":
         return None
-    did = f"ended {ending.outcome or 'with no known outcome'} (exit {ending.returncode})"
-    return Divergence(planned, did, [plan_key(planned), ["ended", ending.outcome], state_shape(state)])
+    did = f"ended {ending.outcome or 'with no known outcome'}"
+    planned = _planned(made.plan)
+    return Divergence(planned, did, [planned, ["ended", ending.outcome]])
 
 
-def divergence(ev: Evidence, check: str) -> Divergence | None:
-    """Where the agent left the oracle's way, as the failing ``check`` sees it: for a log that no longer
-    reduces, the first transaction the reducer rejects; otherwise the first resume that did not carry
-    out the oracle's plan, else the recovery ending while the oracle still plans work."""
+def divergence(ev: Evidence, check: str, expected: str, got: str) -> Divergence | None:
+    """Where the agent left the oracle's way, as the failing ``check`` sees it."""
     if ev.current is None or reduced(ev.prefix).error is not None:
         return None
     if check == "final-reduces":
         return _rejection(ev)
-    return _first_step(ev) or _ending(ev)
+    found = _first_step(ev) or _ending(ev)
+    if found is None and check == "outcome":
+        wanted, reported = expected.split(" ")[0], got.split(" ")[0]
+        return Divergence(None, f"reported {reported} where {wanted} was due", ["outcome", wanted, reported])
+    return found
 
 
 def failure_of(verdict: Verdict) -> Failure | None:
@@ -174,7 +182,8 @@ def failure_of(verdict: Verdict) -> Failure | None:
     if first.id in _PHASED:
         named = {re.sub(r"-\d+", "", p.name) for p in verdict.phases if p.name in first.got}
         where = tuple(sorted(named))
-    diverged = divergence(verdict.evidence, first.id) if first.id in _ABOUT_PLANS else None
+    about = first.id in _ABOUT_PLANS
+    diverged = divergence(verdict.evidence, first.id, first.expected, first.got) if about else None
     return Failure(first.id, diverged, where)
 
 

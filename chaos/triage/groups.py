@@ -1,8 +1,8 @@
 """Distinct failures: failing cases grouped by failure key, each group with its smallest case, and a
 baseline of known failures so a nightly run tells old failures from new ones.
 
-Everything here reads journal entries (a verdict's JSON plus its ``failure`` and ``size``), so a
-sweep, ``chaos merge`` of several shards and ``chaos report`` group the same way.
+Everything here reads case results (a verdict's record plus its failure key and size), so a sweep,
+``chaos merge`` of several shards and ``chaos report`` group the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 
 import orjson
 
+from chaos.case.result import CaseResult
 from chaos.errors import UsageError
+
+BASELINE_FORMAT = 1
 
 
 @dataclass
@@ -21,11 +24,11 @@ class Group:
     key: str
     label: str
     check: str
-    members: list[dict[str, Any]] = field(default_factory=list)  # smallest first
+    members: list[CaseResult] = field(default_factory=list)  # smallest first
     known: bool = False  # listed in the baseline
 
     @property
-    def representative(self) -> dict[str, Any]:
+    def representative(self) -> CaseResult:
         return self.members[0]
 
     def to_json(self) -> dict[str, Any]:
@@ -36,22 +39,22 @@ class Group:
             "check": self.check,
             "known": self.known,
             "count": len(self.members),
-            "representative": {"case": rep["case"], "reproduce": rep["reproduce"], "folder": rep["folder"]},
-            "members": [m["case"] for m in self.members],
+            "representative": {"case": rep.case, "reproduce": rep.reproduce, "folder": rep.folder},
+            "members": [m.case for m in self.members],
         }
 
 
-def group(entries: list[dict[str, Any]], baseline: dict[str, str] | None = None) -> list[Group]:
-    """The failing entries grouped by failure key, most cases first; each group's members smallest first."""
+def group(results: list[CaseResult], baseline: dict[str, str] | None = None) -> list[Group]:
+    """The failing results grouped by failure key, most cases first; each group's members smallest first."""
     groups: dict[str, Group] = {}
-    for entry in entries:
-        failure = entry.get("failure")
-        if entry["ok"] or not failure:
+    for result in results:
+        failure = result.failure
+        if result.ok or failure is None:
             continue
-        found = groups.setdefault(failure["key"], Group(failure["key"], failure["label"], failure["check"]))
-        found.members.append(entry)
+        found = groups.setdefault(failure.key, Group(failure.key, failure.label, failure.check))
+        found.members.append(result)
     for found in groups.values():
-        found.members.sort(key=lambda e: e.get("size") or [0, 0, 0, e["case"]])
+        found.members.sort(key=lambda r: r.size or [0, 0, 0, r.case])
         found.known = baseline is not None and found.key in baseline
     return sorted(groups.values(), key=lambda g: (-len(g.members), g.key))
 
@@ -66,13 +69,21 @@ def read_baseline(path: Path) -> dict[str, str]:
     """A baseline: ``{"version": 1, "failures": [{"key": "F-...", "label": "..."}]}`` (key -> label)."""
     try:
         data = orjson.loads(path.read_bytes())
-        return {str(f["key"]): str(f.get("label", "")) for f in data["failures"]}
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as err:
+        version = data.get("version")
+        failures = {str(f["key"]): str(f.get("label", "")) for f in data["failures"]}
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
         raise UsageError(
             f"{path}: not a baseline ({err}); write one with chaos sweep --write-baseline FILE"
         ) from None
+    if version != BASELINE_FORMAT:
+        raise UsageError(
+            f"{path}: a baseline of format {version}, this chaos reads format {BASELINE_FORMAT}; "
+            "write it again with chaos sweep --write-baseline FILE"
+        )
+    return failures
 
 
 def write_baseline(path: Path, groups: list[Group]) -> None:
     failures = [{"key": g.key, "label": g.label, "cases": len(g.members)} for g in groups]
-    path.write_bytes(orjson.dumps({"version": 1, "failures": failures}, option=orjson.OPT_INDENT_2) + b"\n")
+    document = {"version": BASELINE_FORMAT, "failures": failures}
+    path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

@@ -3,8 +3,8 @@
 Scenario tools call this helper (``$CHAOS_EFFECT NAME``, e.g. from a ``deploy.sh``)
 where they perform an effect. It records the effect's start and end, and which
 ``toolStarted`` intents were durable and unresolved in the session log at that
-moment, so chaos can prove intent-before-effect and at-most-once for ``never``
-tools. Named gates let chaos hold the effect *in progress* (``NAME.during``)
+moment (and those already resolved, and whether the log was rejected), so chaos
+can prove intent-before-effect and at-most-once for ``never`` tools. Named gates let chaos hold the effect *in progress* (``NAME.during``)
 or *done but its result not yet durable* (``NAME.after``) until it releases them.
 
 Environment: CHAOS_LEDGER (ledger file), CHAOS_LOG_GLOB (the session logs),
@@ -24,15 +24,27 @@ from typing import Any
 from chaos.contract import Reducer
 
 
-def pending_intents(log_glob: str) -> list[str]:
-    """toolStartedIds that are durable and still without a result, across the matching logs."""
+def intents(log_glob: str) -> dict[str, Any]:
+    """What the session logs make durable about tool intents now: ``pending`` (toolStartedIds durable
+    and without a result), ``resolved`` (durable, with a result) and ``rejected`` (the first line the
+    reducer rejects, where a log is corrupt: nothing after it is durable to the contract)."""
     pending: list[str] = []
+    resolved: list[str] = []
+    rejected = None
     for path in sorted(glob.glob(log_glob)):
         reducer = Reducer.of(Path(path).read_bytes())
-        op = reducer.state.operation if reducer.state is not None else None
-        if op is not None:
-            pending += [tc.tool_started_id for tc in op.tool_calls.values() if tc.status == "pending"]
-    return pending
+        if reducer.error is not None:
+            rejected = reducer.error.line
+        state = reducer.state
+        if state is None:
+            continue
+        op = state.operation
+        open_now = (
+            {c.tool_started_id for c in op.tool_calls.values() if c.status == "pending"} if op else set()
+        )
+        for started in state.tool_owners:  # every toolStarted of the log, finished operations' too
+            (pending if started in open_now else resolved).append(started)
+    return {"pending": pending, "resolved": resolved, "rejected": rejected}
 
 
 def _record(ledger: str, entry: dict[str, Any]) -> None:
@@ -82,7 +94,7 @@ def main(argv: list[str]) -> int:
             **base,
             "phase": "start",
             "time": time.time(),
-            "pending": pending_intents(os.environ.get("CHAOS_LOG_GLOB", "")),
+            **intents(os.environ.get("CHAOS_LOG_GLOB", "")),
         },
     )
     gate(f"{name}.during", occurrence)

@@ -42,6 +42,7 @@ class Request:
     received: float
     body: dict[str, Any]
     attempt: str | None = None  # the stepAttempt durable and open in the log when the request arrived
+    rejected: int | None = None  # the line the reducer rejected in the log then (nothing after it counts)
     status: int | None = None  # the answer's HTTP status (None: never answered)
     billed: dict[str, int] | None = None  # the usage a successful answer carried, in the contract's terms
     protocol: str = ""
@@ -53,6 +54,7 @@ class Request:
             "compaction": self.compaction,
             "received": self.received,
             "attempt": self.attempt,
+            "rejected": self.rejected,
             "status": self.status,
             "billed": self.billed,
             "protocol": self.protocol,
@@ -84,7 +86,11 @@ class _Hub:
                 if world is None:
                     send_json(self, 404, {"error": {"message": "no such world (closed?)"}})
                     return
-                world.handle(self, "/" + rest)
+                try:
+                    world.handle(self, "/" + rest)
+                except Exception as err:  # a bug in chaos's server: the world's fault, never the agent's
+                    world.fault = world.fault or err
+                    send_json(self, 500, {"error": {"message": "chaos's model server failed"}})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -117,12 +123,13 @@ class ModelServer:
         self,
         script: list[Turn],
         summary: str = "summary of the work so far",
-        attempt_of: Callable[[], str | None] | None = None,
+        attempt_of: Callable[[], tuple[str | None, int | None]] | None = None,
         protocol: str | None = None,
     ) -> None:
         self.script = script
         self.summary = summary
-        self.attempt_of = attempt_of  # the stepAttempt durable and open in the log now, if any
+        # the stepAttempt durable and open in the log now (if any), and the line the log is rejected at
+        self.attempt_of = attempt_of
         # the one the target speaks (every one when none is named)
         self.protocols = {protocol: PROTOCOLS[protocol]} if protocol else PROTOCOLS
         self.requests: list[Request] = []
@@ -136,6 +143,7 @@ class ModelServer:
         self._streams = 0  # streamed answers started
         self._held_streams: set[int] = set()  # streamed answers now held mid-stream
         self._closing = False
+        self.fault: Exception | None = None  # the server itself failed while answering (chaos's own bug)
         self._token = secrets.token_hex(8)
         self._hub = _Hub.get()
         self._hub.worlds[self._token] = self
@@ -190,6 +198,11 @@ class ModelServer:
                 and number not in self._answered
             )
 
+    def in_flight(self) -> int:
+        """Requests received and not answered yet (held, slow, or never to be answered)."""
+        with self._lock:
+            return len(self.requests) - len(self._answered)
+
     def release_requests(self) -> None:
         with self._lock:
             self._released_numbers |= self._held_numbers
@@ -232,8 +245,10 @@ class ModelServer:
         compaction = COMPACTION_MARKER in conversation.system
         turn = conversation.assistant_turns
         key = hashlib.sha256(json.dumps(conversation.messages, sort_keys=True).encode()).hexdigest()[:16]
-        attempt = self.attempt_of() if self.attempt_of else None
-        request = Request(turn, key, compaction, time.time(), body, attempt, protocol=protocol.name)
+        attempt, rejected = self.attempt_of() if self.attempt_of else (None, None)
+        request = Request(
+            turn, key, compaction, time.time(), body, attempt, rejected=rejected, protocol=protocol.name
+        )
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)

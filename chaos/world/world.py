@@ -46,13 +46,23 @@ class World:
         except FileNotFoundError:
             return b""
 
-    def open_attempt(self) -> str | None:
-        """The stepAttempt durable and open in the log now (what a model request must belong to)."""
-        state = Reducer.of(self.log()).state
+    def log_size(self) -> int:
+        path = self.log_path()
+        try:
+            return path.stat().st_size if path else 0
+        except FileNotFoundError:
+            return 0
+
+    def open_attempt(self) -> tuple[str | None, int | None]:
+        """The stepAttempt durable and open in the log now (what a model request must belong to), and the
+        line the reducer rejects, where the log is corrupt (nothing after it is durable)."""
+        reducer = Reducer.of(self.log())
+        rejected = reducer.error.line if reducer.error is not None else None
+        state = reducer.state
         op = state.operation if state is not None else None
         if op is None or op.step is None or op.step.status != "attempting":
-            return None
-        return op.step.attempt_id
+            return None, rejected
+        return op.step.attempt_id, rejected
 
     def values(self, config: Configuration) -> dict[str, str]:
         return placeholders(

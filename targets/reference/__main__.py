@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 from chaos.contract import facts as F
 
-from .agent import EXIT, Agent
-from .session import SessionFile, SessionUnusable
+from .agent import DEFERRED_ABORT_EXIT, EXIT, Agent, DeferredAbort
+from .session import SessionBusy, SessionFile, SessionUnusable
+
+REFUSAL_EXIT = 75  # EX_TEMPFAIL: the refusal-exit variant's answer to a session another writer holds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,6 +43,8 @@ def main(argv: list[str]) -> int:
     if args.configuration:
         print(json.dumps(agent.current()))
         return 0
+    if "no-abort" in agent.variants:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     if args.compact and not args.session:
         parser.error("--compact needs --session ID")
     if not args.session and not args.prompt:
@@ -54,6 +59,8 @@ def main(argv: list[str]) -> int:
                 repair_torn_tail="no-torn-tail-repair" not in agent.bugs,
                 sync="no-fsync" not in agent.bugs,
                 lock="no-session-lock" not in agent.bugs,
+                wait="blocking-lock" in agent.variants,
+                split="one-fact-per-transaction" in agent.variants,
             )
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
             agent.recovering = True
@@ -69,6 +76,7 @@ def main(argv: list[str]) -> int:
                 agent.environment_identity,
                 sync="no-fsync" not in agent.bugs,
                 lock="no-session-lock" not in agent.bugs,
+                split="one-fact-per-transaction" in agent.variants,
             )
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
         if args.compact:
@@ -81,9 +89,12 @@ def main(argv: list[str]) -> int:
         else:
             session.commit(*F.start_run(session.writer.new_id, args.prompt))
         return _finish(*agent.drive(session))
+    except DeferredAbort:
+        print("aborted: the abort is durable; resume the session to finish it", file=sys.stderr)
+        return DEFERRED_ABORT_EXIT
     except SessionUnusable as err:
         print(f"reference agent: {err}", file=sys.stderr)
-        return 1
+        return REFUSAL_EXIT if isinstance(err, SessionBusy) and "refusal-exit" in agent.variants else 1
 
 
 def _finish(outcome: str, reason: str | None) -> int:

@@ -9,6 +9,10 @@ same loop started from whatever prefix a crash left. SIGINT turns into an
 ``TINY_REFERENCE_BUG`` turns on deliberately broken behaviours (see the
 README; several at once as ``a,b,c``) so chaos can prove it catches each class
 of recovery bug, and tell several bugs apart in one run.
+``TINY_REFERENCE_VARIANT`` turns on *legal* designs other agents choose (an
+abort left to the resume, a lock that waits, one fact per transaction, usage
+recorded before the answer, its own exit code for a refused session, no abort
+on SIGINT at all), so chaos can prove it blames none of them.
 """
 
 from __future__ import annotations
@@ -40,17 +44,25 @@ BUGS = (
     "no-fsync",
     "old-gate-order",
     "no-session-lock",
+    "synthetic-missing-field",
+)
+VARIANTS = (
+    "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
+    "blocking-lock",  # a second writer waits for the session lock instead of refusing
+    "one-fact-per-transaction",  # every fact its own line (user message, then runStarted; answer, then usage)
+    "usage-first",  # an answer's usage in its own transaction, before the answer's entry
+    "refusal-exit",  # a session held by another writer: exit 75 (EX_TEMPFAIL), not 1
+    "no-abort",  # SIGINT is not an abort: the default action ends the process (declare no abort capability)
 )
 EXIT = {"completed": 0, "failed": 4, "aborted": 5, "blocked": 3}
+DEFERRED_ABORT_EXIT = 130  # the abort is durable, not finished: the resume finishes it
 
 
 class Agent:
     def __init__(self, workspace: Path, env: dict[str, str]) -> None:
         self.workspace = workspace
-        self.bugs = frozenset(b.strip() for b in env.get("TINY_REFERENCE_BUG", "").split(",") if b.strip())
-        unknown = sorted(self.bugs - set(BUGS))
-        if unknown:
-            raise ValueError(f"TINY_REFERENCE_BUG: {', '.join(unknown)} is not one of {', '.join(BUGS)}")
+        self.bugs = _switches(env, "TINY_REFERENCE_BUG", BUGS)
+        self.variants = _switches(env, "TINY_REFERENCE_VARIANT", VARIANTS)
         self.base_url = env.get("TINY_BASE_URL", "")
         self.model = env.get("TINY_MODEL", "")
         self.protocol = env.get("TINY_PROTOCOL") or "openai-chat"
@@ -122,12 +134,19 @@ class Agent:
                     self._tool(session, plan)
                 elif kind == "appendSynthetic" and self._replays_never_tool(session, plan):
                     continue
+                elif kind == "appendSynthetic" and "synthetic-missing-field" in self.bugs:
+                    facts = F.plan_facts(st, plan)
+                    for _, body, _ in facts:
+                        body.pop("assistantEntryId", None)  # a pre-execution result that names no answer
+                    session.write_unchecked(*facts)
+                    return "completed", None  # the port believed the session went on
                 else:
                     session.commit(*F.plan_facts(st, plan))
             except KeyboardInterrupt:
                 if finishing is not None and session.state.operation is None:
                     return finishing, None  # SIGINT just after operationFinished: the outcome stands
-                self._abort(session)
+                if self._abort(session) and "deferred-abort" in self.variants:
+                    raise DeferredAbort() from None
 
     def _plan(self, st: SessionState) -> dict[str, Any]:
         plan = plan_recovery(st, self.current())
@@ -151,11 +170,12 @@ class Agent:
                 }
         return plan
 
-    def _abort(self, session: SessionFile) -> None:
+    def _abort(self, session: SessionFile) -> bool:
+        """Make an abort durable (True), unless nothing is left to abort."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # one abort; the planner finishes it
         op = session.state.operation
         if op is None or op.abort_requested:
-            return
+            return False
         pending = [tc for tc in op.tool_calls.values() if tc.status == "pending"]
         if op.kind == "compaction":
             session.commit(F.abort_requested(op, "compact"))
@@ -163,6 +183,7 @@ class Agent:
             session.commit(F.abort_requested(op, "tool", pending[0]["toolCallId"]))
         else:
             session.commit(F.abort_requested(op, "model"))
+        return True
 
     # -- effects -------------------------------------------------------------------------------------
     def _step(self, session: SessionFile, plan: dict[str, Any]) -> None:
@@ -196,6 +217,9 @@ class Agent:
         usage = [F.usage(op, "attemptId", attempt_id, answer.usage)]
         if self.recovering and "double-usage" in self.bugs:
             usage *= 2  # counts the answer's usage twice (a usage fact per retry path)
+        if "usage-first" in self.variants:
+            session.commit(*usage)
+            usage = []
         if op.kind == "compaction":
             session.commit(F.compaction_entry(st, answer.message.get("content") or ""), *usage)
         else:
@@ -244,6 +268,18 @@ class Agent:
         output, ok = self._execute(call["toolName"], call["arguments"])
         session.commit(F.tool_result(call, output, ok))
         return True
+
+
+class DeferredAbort(Exception):
+    """The deferred-abort variant: the abort is durable; this process leaves its finishing to a resume."""
+
+
+def _switches(env: dict[str, str], name: str, known: tuple[str, ...]) -> frozenset[str]:
+    chosen = frozenset(b.strip() for b in env.get(name, "").split(",") if b.strip())
+    unknown = sorted(chosen - set(known))
+    if unknown:
+        raise ValueError(f"{name}: {', '.join(unknown)} is not one of {', '.join(known)}")
+    return chosen
 
 
 def _stale_boundary(st: SessionState) -> str | None:

@@ -24,12 +24,17 @@ class SessionUnusable(Exception):
     """The log is corrupt or cannot be opened (exit 1)."""
 
 
+class SessionBusy(SessionUnusable):
+    """Another writer holds the session (exit 1, or 75 with the refusal-exit variant)."""
+
+
 SESSIONS = Path(".tiny-agent") / "sessions"
 
 
 class SessionFile:
-    def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True) -> None:
+    def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True, split: bool = False) -> None:
         self.path, self.fd, self.sync = path, fd, sync  # sync False: the no-fsync bug switch
+        self.split = split  # the one-fact-per-transaction variant
         self.writer = F.Writer(reducer)
 
     @property
@@ -45,6 +50,7 @@ class SessionFile:
         environment_identity: str,
         sync: bool = True,
         lock: bool = True,
+        split: bool = False,
     ) -> SessionFile:
         reducer = Reducer()
         session_id = F.system_ids()()
@@ -57,7 +63,7 @@ class SessionFile:
         )
         if lock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        session = cls(path, fd, reducer, sync)
+        session = cls(path, fd, reducer, sync, split)
         session._write(
             session.writer.header(str(workspace), provider, model, environment_identity, session_id)
         )
@@ -71,6 +77,8 @@ class SessionFile:
         repair_torn_tail: bool = True,
         sync: bool = True,
         lock: bool = True,
+        wait: bool = False,
+        split: bool = False,
     ) -> SessionFile:
         matches = sorted((workspace / SESSIONS).glob(f"*_{session_id}.jsonl"))
         if not matches:
@@ -82,10 +90,12 @@ class SessionFile:
             raise SessionUnusable(f"cannot open {path.name}: {err.strerror}") from None
         try:
             if lock:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(
+                    fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB)
+                )  # wait: the blocking-lock variant
         except BlockingIOError:
             os.close(fd)
-            raise SessionUnusable(f"session {session_id} is open in another writer") from None
+            raise SessionBusy(f"session {session_id} is open in another writer") from None
         reducer = Reducer.of(Path(path).read_bytes())
         result = reducer.result()
         if not result["ok"]:
@@ -94,12 +104,13 @@ class SessionFile:
             raise SessionUnusable(f"session log is corrupt: {error['code']} at line {error['line']}")
         if repair_torn_tail and reducer.tail:
             os.ftruncate(fd, reducer.repaired_length)
-        return cls(path, fd, reducer, sync)
+        return cls(path, fd, reducer, sync, split)
 
     def commit(self, *facts: F.Fact) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self._write(self.writer.commit(*facts))
+            for transaction in [[fact] for fact in facts] if self.split else [list(facts)]:
+                self._write(self.writer.commit(*transaction))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 

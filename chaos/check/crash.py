@@ -1,0 +1,44 @@
+"""The crash itself: did the run reach its boundary, and is the prefix it left a log the contract reads?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.check.base import Check
+from chaos.contract.reading import error_text, plan, reduces
+from chaos.cycle.evidence import Evidence
+
+CATALOG = {
+    "reached": "the run reached the scenario's crash boundary",
+    "prefix-reduces": "the crash prefix reduces",
+    "prefix-plan": "the oracle's plan for the crash prefix is the one the scenario expects",
+}
+
+
+def subset(expected: Any, got: Any) -> bool:
+    """``got`` has every field ``expected`` names (recursively; lists item by item, same length)."""
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and all(subset(v, got.get(k)) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(got, list) and len(got) == len(expected) and all(map(subset, expected, got))
+    return bool(expected == got)
+
+
+def judge(ev: Evidence) -> list[Check]:
+    checks = []
+    crash, start = ev.scenario.crash, ev.start
+    if crash is not None and (start.reached or ev.scenario.expect.must_reach):
+        got = "reached" if start.reached else f"the agent ended first (exit {start.returncode})"
+        checks.append(
+            Check("reached", f"the run reached {crash.boundary}", bool(start.reached), "reached", got)
+        )
+    name = "crash prefix reduces" if crash is not None else "the start's log reduces"
+    checks.append(Check("prefix-reduces", name, reduces(ev.prefix), "ok", error_text(ev.prefix)))
+    expected_plan = ev.scenario.expect.plan
+    if expected_plan is not None and (crash is None or start.reached):  # unreached: not the prefix it means
+        got_plan = plan(ev.prefix, ev.current)
+        ok = got_plan is not None and subset(expected_plan, got_plan)
+        checks.append(
+            Check("prefix-plan", "oracle plan for the prefix", ok, str(expected_plan), str(got_plan))
+        )
+    return checks

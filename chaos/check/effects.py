@@ -1,0 +1,148 @@
+"""Effects in the world, as the ledger saw them: intent before effect, never twice, as often as meant.
+
+Every effect a scenario's tools make goes through the ledger (``$CHAOS_EFFECT``),
+which records, at the moment the effect starts, the ``toolStarted`` intents the
+log held durable (pending or already resolved) and whether the log was
+rejected then. An effect that started after the log was rejected is not
+judged: nothing after a rejected line is durable to the contract.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from chaos.check.base import Check
+from chaos.contract.reading import facts, reduced
+from chaos.cycle.evidence import Evidence
+from chaos.process.phase import Phase, PhaseKind
+
+CATALOG = {
+    "intent-before-effect": "no effect ran before its toolStarted was durable",
+    "intent-synced": "no effect ran before its toolStarted was synced to disk (where the tracer saw the syncs)",
+    "never-once": "a never-replay effect ran at most once per tool call",
+    "effect-count": "each effect ran as often as the scenario says",
+}
+
+
+def _phase_of(ev: Evidence, index: int) -> Phase | None:
+    """The phase during which the ``index``-th ledger line was written."""
+    owner = None
+    for phase in ev.phases:
+        if phase.ledger_before <= index:
+            owner = phase
+    return owner
+
+
+def _pending_at_pause(ev: Evidence) -> set[str]:
+    """The intents a paused writer had made durable and left pending when it was frozen."""
+    state = reduced(ev.prefix).state
+    op = state.operation if state is not None else None
+    return {c.tool_started_id for c in op.tool_calls.values() if c.status == "pending"} if op else set()
+
+
+def intent_before_effect(ev: Evidence) -> list[Check]:
+    name = "no effect ran before its toolStarted was durable"
+    blind, after_rejection = [], []
+    paused = _pending_at_pause(ev) if ev.continued is not None else set()
+    for index, entry in enumerate(ev.ledger):
+        if entry["phase"] != "start" or entry.get("pending"):
+            continue
+        if entry.get("rejected") is not None:
+            after_rejection.append(f"{entry['effect']} (the log was rejected at line {entry['rejected']})")
+            continue
+        phase = _phase_of(ev, index)
+        if (
+            phase is not None
+            and phase.kind is PhaseKind.CONTINUED
+            and paused & set(entry.get("resolved", []))
+        ):
+            continue  # its intent was durable; the other writer resolved it meanwhile (one-writer's to say)
+        blind.append(entry["effect"])
+    if not blind and after_rejection:
+        return [Check.skip("intent-before-effect", name, "; ".join(after_rejection))]
+    return [
+        Check(
+            "intent-before-effect",
+            name,
+            not blind,
+            "every effect had a durable intent",
+            f"{len(blind)} without: {', '.join(blind)}" if blind else "ok",
+        )
+    ]
+
+
+def _synced_intents(ev: Evidence) -> list[str] | None:
+    """Effects whose intent was written but not synced when they started, in the phases whose syncs the
+    tracer saw (None: no phase was watched that closely, and nothing can be said)."""
+    watched = [p for p in ev.phases if p.synced_at_ledger is not None]
+    if not watched:
+        return None
+    unsynced = []
+    for phase in watched:
+        written = phase.log_written if phase.log_written is not None else phase.log_after
+        lines = ev.ledger[phase.ledger_before : phase.ledger_before + len(phase.synced_at_ledger or [])]
+        for entry, durable in zip(lines, phase.synced_at_ledger or [], strict=False):
+            if entry["phase"] != "start" or not entry.get("pending"):
+                continue
+            state = reduced(written[:durable]).state
+            op = state.operation if state is not None else None
+            synced = (
+                {c.tool_started_id for c in op.tool_calls.values() if c.status == "pending"} if op else set()
+            )
+            if entry["pending"][-1] not in synced:
+                unsynced.append(f"{entry['effect']} in {phase.name}: its toolStarted was written, not synced")
+    return unsynced
+
+
+def _started(ev: Evidence) -> dict[str, dict[str, Any]]:
+    last = ev.resumes[-1].log_after if ev.resumes else ev.prefix
+    return {
+        f["id"]: f["record"]
+        for f in facts(last)
+        if f["kind"] == "record" and f["record"]["type"] == "toolStarted"
+    }
+
+
+def judge(ev: Evidence) -> list[Check]:
+    runs = [e for e in ev.ledger if e["phase"] == "start"]
+    started = _started(ev)
+    per_call = Counter(e["pending"][-1] for e in runs if e.get("pending"))
+    twice = [
+        f"{started[i]['toolName']} {i} ran {n}x"
+        for i, n in per_call.items()
+        if n > 1 and started.get(i, {}).get("replay") == "never"
+    ]
+    checks = intent_before_effect(ev)
+    checks.append(
+        Check(
+            "never-once",
+            "never-replay effects ran at most once per tool call",
+            not twice,
+            "at most once",
+            "; ".join(twice) or "ok",
+        )
+    )
+    synced = _synced_intents(ev)
+    if synced is not None:
+        checks.append(
+            Check(
+                "intent-synced",
+                "no effect ran before its toolStarted was synced to disk",
+                not synced,
+                "each effect's intent fsynced first (a power cut keeps only that)",
+                "; ".join(synced) or "ok",
+            )
+        )
+    counts = Counter(e["effect"] for e in runs)
+    for name, count in ev.scenario.expect.effects.items():
+        checks.append(
+            Check(
+                "effect-count",
+                f"effect {name} ran {count}x",
+                counts[name] == count,
+                str(count),
+                str(counts[name]),
+            )
+        )
+    return checks

@@ -1,0 +1,14 @@
+"""Other implementations' reducers as judges of the same logs (``--oracle``; run by ``chaos.mine.oracles``)."""
+
+from __future__ import annotations
+
+from chaos.check.base import Check
+
+CATALOG = {
+    "oracle-agrees": "another implementation's reducer (--oracle) agrees on every crash prefix and final log",
+}
+
+
+def agrees(command: str, log: str, ok: bool, expected: str, got: str) -> Check:
+    """The verdict on one log: ``expected`` is chaos's reduction, ``got`` the other reducer's."""
+    return Check("oracle-agrees", f"oracle {command!r} agrees on {log}", ok, expected[:300], got[:300])

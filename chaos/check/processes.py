@@ -1,0 +1,35 @@
+"""The processes of the run: each ended in time, left nothing running, wrote nothing beside the workspace."""
+
+from __future__ import annotations
+
+from chaos.check.base import Check
+from chaos.cycle.evidence import Evidence
+
+CATALOG = {
+    "timeout": "every phase ended before its timeout",
+    "processes": "no process outlived the run",
+    "sandbox": "nothing was written beside the workspace, outside the sandbox's own files",
+}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    hung = [f"{p.name} after {p.seconds:.1f}s" for p in ev.phases if p.timed_out]
+    left = [f"{p.name}: {pid}" for p in ev.phases for pid in (*p.kill.outlived, *p.kill.survivors)]
+    strays = [f"{p.name}: {name}" for p in ev.phases for name in p.strays]
+    return [
+        Check(
+            "timeout",
+            "every phase ended before its timeout",
+            not hung,
+            f"within {ev.scenario.timeout:g}s",
+            f"killed at the timeout: {', '.join(hung)}" if hung else "ok",
+        ),
+        Check("processes", "no process outlived the run", not left, "none", ", ".join(left) or "none"),
+        Check(
+            "sandbox",
+            "nothing was written outside the workspace",
+            not strays,
+            "only the workspace and the agent's HOME",
+            ("beside the workspace: " + ", ".join(strays)) if strays else "none",
+        ),
+    ]

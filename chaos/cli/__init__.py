@@ -1,0 +1,76 @@
+"""The ``chaos`` command line: a thin shell over ``chaos.api`` and the report stage.
+
+Each command is a small module that declares its own options (``add``) and calls the public API.
+Exit statuses (``chaos.errors``): 0 nothing found, 1 a finding against the agent, 2 unusable input
+(named with its file, line and field, or its option), 3 chaos itself failed (never blamed on the
+agent), 130 interrupted. A user's mistake is never a finding and never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+
+from chaos.cli import debug, explore, oracle, run, sweep, target
+from chaos.cli.options import say
+from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
+from chaos.world.sandbox import remove_stale
+
+COMMANDS = (run, sweep, explore, target, debug, oracle)
+EPILOG = """exit statuses: 0 nothing found; 1 a finding against the agent; 2 unusable input (a bad
+scenario, target or option, named with its file, line and field); 3 chaos itself failed (not the
+agent; please report it); 130 interrupted (every agent chaos started is dead)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chaos",
+        description=__doc__.split("\n")[0],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add(commands)
+    return parser
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
+        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
+    try:
+        remove_stale()
+        return int(args.func(args))
+    except UsageError as err:
+        say(f"chaos: {err}", sys.stderr)
+        return EXIT_USAGE
+    except (Interrupted, KeyboardInterrupt) as err:
+        say(
+            f"chaos {args.command}: interrupted ({str(err) or 'Ctrl-C'}); every agent it started is dead; "
+            "nothing more ran",
+            sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except ChaosFault as err:
+        say(f"chaos: chaos itself failed, not the agent: {err}", sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:  # a bug in chaos: said so, with its traceback, never blamed on the agent
+        say("chaos: internal error (a bug in chaos, not a finding against the agent):", sys.stderr)
+        traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""``chaos run`` (one crash cycle) and ``chaos demo`` (the contract's section-8 crash)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from chaos import api
+from chaos.bundled import scenario_names
+from chaos.cli.options import Commands, boundary, notice_polling, positive_int, say, seconds, target_env
+from chaos.errors import EXIT_FINDING, EXIT_OK, Skipped
+from chaos.report.console import ask_at_pause, render
+from chaos.scenario.model import Crash
+
+DEMO = "section8-read-replay"
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = api.load(args.scenario)
+    crash = scenario.crash
+    if args.kill_at is not None:
+        crash = Crash(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
+    elif args.nth is not None and crash is not None:
+        crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
+    then = Crash(args.then_kill_at) if args.then_kill_at else scenario.then_crash
+    if args.power_loss:
+        crash = replace(crash, power_loss=True, signal="SIGKILL") if crash else None
+        then = replace(then, power_loss=True, signal="SIGKILL") if then else None
+    scenario = scenario.with_crash(crash, then)
+    notice_polling()
+    try:
+        verdict = api.run(
+            scenario,
+            args.target,
+            target_env=dict(args.target_env),
+            results=Path(args.results) if args.results else None,
+            timeout=args.timeout,
+            pause=ask_at_pause if args.pause else None,
+        )
+    except Skipped as why:
+        say(f"chaos run: skipped: {why}")
+        return EXIT_OK
+    say(render(verdict))
+    return EXIT_OK if verdict.ok else EXIT_FINDING
+
+
+def demo(args: argparse.Namespace) -> int:
+    argv = [DEMO, *(item for key, value in args.target_env for item in ("--target-env", f"{key}={value}"))]
+    argv += ["--results", args.results] if args.results else []
+    return run(parser().parse_args(argv))
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "scenario",
+        metavar="SCENARIO",
+        help=f"a scenario file, or a bundled name: {', '.join(scenario_names()[:3])}, ...",
+    )
+    p.add_argument(
+        "--target", help="target name (targets/NAME.toml, or bundled) or spec path; default: the scenario's"
+    )
+    p.add_argument(
+        "--kill-at",
+        type=boundary,
+        metavar="BOUNDARY",
+        help="SIGKILL here instead, e.g. toolStarted[toolName=bash]#2",
+    )
+    p.add_argument("--nth", type=positive_int, help="the occurrence of the boundary to crash at")
+    p.add_argument(
+        "--then-kill-at", type=boundary, metavar="BOUNDARY", help="crash the first resume again here"
+    )
+    p.add_argument("--timeout", type=seconds, help="seconds per phase (default: the scenario's, 60)")
+    p.add_argument("--pause", action="store_true", help="freeze the agent at the boundary and ask what to do")
+    p.add_argument(
+        "--power-loss", action="store_true", help="crash by power loss: only synced log bytes stay"
+    )
+    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
+    target_env(p)
+
+
+def parser() -> argparse.ArgumentParser:
+    """``chaos run``'s own parser (``chaos demo`` passes its options on through it)."""
+    p = argparse.ArgumentParser(prog="chaos run")
+    _options(p)
+    return p
+
+
+def add(commands: Commands) -> None:
+    p = commands.add_parser(
+        "run", help="crash an agent at a boundary, resume it, check what it wrote; exit 1 on a finding"
+    )
+    _options(p)
+    p.set_defaults(func=run)
+    p = commands.add_parser("demo", help=f"chaos run {DEMO}: the contract's section-8 crash")
+    p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
+    target_env(p)
+    p.set_defaults(func=demo)

@@ -1,0 +1,116 @@
+"""``chaos sweep`` (every boundary of every scenario), ``chaos merge`` (sharded results joined) and
+``chaos report`` (the HTML report again)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from chaos import api
+from chaos.cli.options import Commands, notice_polling, positive_int, say, seconds, shard, target_env
+from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK
+from chaos.report.summary import render_summary
+from chaos.sweep.sweep import Settings
+
+
+def sweep(args: argparse.Namespace) -> int:
+    notice_polling()
+    results = Path(args.results or "results/sweep")
+    mine = None if args.mine == "none" else Path(args.mine)
+    settings = Settings(
+        results=results,
+        target_env=dict(args.target_env),
+        jobs=args.jobs,
+        depth=args.depth,
+        budget=args.budget,
+        shard=args.shard,
+        keep_all=args.keep_all,
+        resume=args.resume,
+        timeout=args.timeout,
+        power_loss=args.power_loss,
+        two_writers=args.two_writers,
+    )
+    done = api.sweep(
+        args.scenarios,
+        args.target,
+        settings=settings,
+        mine=mine,
+        oracles=args.oracle,
+        junit=Path(args.junit) if args.junit else None,
+        baseline=Path(args.baseline) if args.baseline else None,
+        write_baseline=Path(args.write_baseline) if args.write_baseline else None,
+    )
+    say(render_summary(done.summary, done.mined if mine is not None else None, mine))
+    say(f"  report: {results / 'report.html'}")
+    if done.interrupted:
+        say(
+            f"chaos sweep: interrupted; finished verdicts are in {results / 'sweep.jsonl'}; rerun with --resume"
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_OK if done.ok else EXIT_FINDING
+
+
+def merge(args: argparse.Namespace) -> int:
+    done = api.merge(
+        [Path(f) for f in args.folders],
+        Path(args.out),
+        junit=Path(args.junit) if args.junit else None,
+        baseline=Path(args.baseline) if args.baseline else None,
+    )
+    say(render_summary(done.summary))
+    return EXIT_OK if done.ok else EXIT_FINDING
+
+
+def report(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else Path(args.results) / "report.html"
+    done = api.report(Path(args.results), out, baseline=Path(args.baseline) if args.baseline else None)
+    say(f"chaos report: {len(done.summary.results)} case(s) -> {out}")
+    return EXIT_OK
+
+
+def add(commands: Commands) -> None:
+    p = commands.add_parser(
+        "sweep", help="crash every scenario at every boundary; JUnit, mining; exit 1 on findings"
+    )
+    p.add_argument(
+        "scenarios", nargs="*", metavar="SCENARIO_OR_DIR", help="default: ./scenarios, else the bundled ones"
+    )
+    p.add_argument("--target", help="run every scenario against this target")
+    p.add_argument("-j", "--jobs", type=positive_int, default=1, help="cases in parallel (isolated worlds)")
+    p.add_argument("--depth", type=int, choices=(1, 2), default=1, help="2: also crash each recovery")
+    p.add_argument("--budget", type=seconds, metavar="SECONDS", help="start no case after this long")
+    p.add_argument(
+        "--shard", type=shard, default=(1, 1), metavar="K/N", help="run the K-th of N deterministic shares"
+    )
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    p.add_argument("--mine", default="results/fixtures", metavar="DIR", help="fixture corpus ('none': off)")
+    p.add_argument("--oracle", action="append", default=[], metavar="CMD", help="another reducer to compare")
+    p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
+    p.add_argument("--timeout", type=seconds, help="seconds per phase")
+    p.add_argument(
+        "--power-loss", action="store_true", help="every crash a power loss: only synced bytes stay"
+    )
+    p.add_argument(
+        "--two-writers", action="store_true", help="pause each writer at its boundary while another resumes"
+    )
+    p.add_argument("--results", metavar="DIR", help="default: results/sweep")
+    p.add_argument(
+        "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"
+    )
+    p.add_argument("--write-baseline", metavar="FILE", help="write this sweep's failures as a baseline")
+    target_env(p)
+    p.set_defaults(func=sweep)
+    p = commands.add_parser("merge", help="combine the result folders of sharded sweeps into one summary")
+    p.add_argument("folders", nargs="+", metavar="RESULTS_DIR")
+    p.add_argument("--out", default="results/merged", metavar="DIR")
+    p.add_argument("--junit", metavar="FILE")
+    p.add_argument(
+        "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"
+    )
+    p.set_defaults(func=merge)
+    p = commands.add_parser("report", help="a self-contained HTML report of a sweep's results folder")
+    p.add_argument("results", metavar="RESULTS_DIR")
+    p.add_argument("--out", metavar="FILE", help="default: RESULTS_DIR/report.html")
+    p.add_argument("--baseline", metavar="FILE", help="mark the failures it lists as known")
+    p.set_defaults(func=report)

@@ -1,0 +1,160 @@
+"""The end of a sweep: counts, kill precision, the distinct failures, what was skipped and why.
+
+Built from case results only (journal lines), so ``chaos merge`` and ``chaos
+report`` rebuild it from the result folders of several CI shards. Written as
+``summary.json`` (with a ``format``) and printed as a few lines a person reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from chaos.case.result import CaseResult
+from chaos.report.text import printable
+from chaos.triage.groups import Group, fixed, group
+
+FORMAT = 2  # of summary.json
+
+
+@dataclass
+class Summary:
+    results: list[CaseResult]  # every case the run counts, skipped ones included
+    groups: list[Group]
+    fixed: dict[str, str]  # known failures (baseline key -> label) that no case showed
+    seconds: float
+    not_run: list[str] = field(default_factory=list)  # the budget ran out before these
+
+    @property
+    def ran(self) -> list[CaseResult]:
+        return [r for r in self.results if not r.skipped]
+
+    @property
+    def skipped(self) -> list[CaseResult]:
+        return [r for r in self.results if r.skipped]
+
+    @property
+    def findings(self) -> list[CaseResult]:
+        return [r for r in self.ran if not r.ok]
+
+    @property
+    def new(self) -> int:
+        return sum(1 for g in self.groups if not g.known)
+
+    def _started(self, paused: bool) -> list[CaseResult]:
+        return [r for r in self.ran if r.crash and r.paused == paused and r.start and r.start.reached]
+
+    @property
+    def reached(self) -> int:
+        return len(self._started(paused=False))
+
+    @property
+    def exact(self) -> int:
+        return sum(1 for r in self._started(paused=False) if r.start and r.start.exact)
+
+    @property
+    def paused(self) -> int:
+        return len(self._started(paused=True))
+
+    @property
+    def paused_exact(self) -> int:
+        return sum(1 for r in self._started(paused=True) if r.start and r.start.exact)
+
+    def to_json(self) -> dict[str, Any]:
+        crashes = [r for r in self.ran if r.crash and not r.paused]
+        return {
+            "format": FORMAT,
+            "cases": len(self.ran),
+            "findings": len(self.findings),
+            "distinct": len(self.groups),
+            "new": self.new,
+            "groups": [g.to_json() for g in self.groups],
+            "fixed": [{"key": k, "label": v} for k, v in self.fixed.items()],
+            "skipped": [{"case": r.case, "reason": r.skipped} for r in self.skipped],
+            "notRun": self.not_run,
+            "crashes": len(crashes),
+            "reached": self.reached,
+            "exact": self.exact,
+            "precision": round(self.exact / self.reached, 4) if self.reached else None,
+            "paused": self.paused,  # paused writers (SIGSTOP): timed by polling, not counted as kills
+            "pausedExact": self.paused_exact,
+            "seconds": round(self.seconds, 2),
+            "failures": [
+                {
+                    "case": r.case,
+                    "group": r.failure.key if r.failure else None,
+                    "failed": [c.to_json() for c in r.failed],
+                    "reproduce": r.reproduce,
+                    "folder": r.folder,
+                }
+                for r in self.findings
+            ],
+            "verdicts": [
+                {
+                    "case": r.case,
+                    "scenario": r.scenario,
+                    "crash": r.crash,
+                    "thenCrash": r.then_crash,
+                    "ok": r.ok,
+                    "landed": r.landed,
+                    "exact": r.exact,
+                    "seconds": r.seconds,
+                    "folder": r.folder,
+                }
+                for r in self.ran
+            ],
+        }
+
+
+def summarize(
+    results: list[CaseResult], not_run: list[str], seconds: float, baseline: dict[str, str] | None = None
+) -> Summary:
+    groups = group(results, baseline)
+    return Summary(results, groups, fixed(groups, baseline), seconds, not_run)
+
+
+def write_summary(path: Path, summary: Summary) -> None:
+    path.write_bytes(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path | None = None) -> str:
+    """The end of a sweep: counts, then each distinct failure once, with its smallest case."""
+    groups, findings, cases = summary.groups, len(summary.findings), len(summary.ran)
+    marked = any(g.known for g in groups) or bool(summary.fixed)
+    lines = [
+        f"chaos sweep: {cases} case(s), {findings} finding(s) in {summary.seconds:.1f}s",
+        f"  {len(groups)} distinct failure(s) in {findings} failing case(s) of {cases}"
+        + (f" ({summary.new} new)" if marked else ""),
+        f"  kill precision: {summary.exact}/{summary.reached} crashes landed exactly at their boundary",
+    ]
+    if summary.paused:
+        lines.append(
+            f"  paused writers: {summary.paused_exact}/{summary.paused} paused exactly at their boundary "
+            "(timed by polling)"
+        )
+    if summary.not_run:
+        lines.append(f"  {len(summary.not_run)} case(s) not run: the budget ran out")
+    reasons: dict[str, int] = {}
+    for result in summary.skipped:
+        reasons[result.skipped] = reasons.get(result.skipped, 0) + 1
+    for reason, count in sorted(reasons.items()):
+        lines.append(f"  skipped {count} case(s): {reason}")
+    if mined is not None:
+        where = f" into {mine}" if mine is not None else ""
+        lines.append(
+            f"  mined {len(mined)} new fixture(s){where}" + (f": {', '.join(mined)}" if mined else "")
+        )
+    for number, found in enumerate(groups, 1):
+        rep = found.representative
+        mark = "known" if found.known else "✗ new" if marked else "✗"
+        lines.append(f"  {mark} {number}. [{found.key}] {found.label}")
+        lines.append(f"      smallest case: {rep.case}: {rep.failed[0].text()}")
+        lines.append(f"      reproduce: {rep.reproduce}")
+        if len(found.members) > 1:
+            lines.append(f"      same failure, {len(found.members) - 1} more case(s)")
+    for key, label in summary.fixed.items():
+        lines.append(f"  fixed: [{key}] {label} (known, and no case failed this way)")
+    return "\n".join(printable(line) for line in lines)
