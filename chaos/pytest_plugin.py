@@ -133,9 +133,13 @@ class ChaosCase(pytest.Item):
         except Skipped as why:
             pytest.skip(str(why))
         failure = failure_of(verdict)
-        if failure is not None:
-            head = f"[{failure.key}] {failure.label} | here: {verdict.failed[0].text()} | reproduce: {verdict.reproduce()}"
-            raise ChaosFinding(printable(head) + "\n" + render(verdict))
+        if failure is not None:  # key and reproduce first: a JUnit message keeps only its first lines
+            head = [
+                f"[{failure.key}] reproduce: {verdict.reproduce()}",
+                failure.label,
+                f"here: {verdict.failed[0].text()}",
+            ]
+            raise ChaosFinding("\n".join(printable(line) for line in head) + "\n" + render(verdict))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ChaosFinding):

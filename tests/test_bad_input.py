@@ -20,6 +20,8 @@ import pytest
 from chaos.process.trace import default_signals
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 BASE = "prompt = 'x'\n\n[[turns]]\ntext = 'hi'\n"
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 REFERENCE = (REPO / "targets" / "reference.toml").read_text()
@@ -118,6 +120,27 @@ ROWS = [
         ["line 12", "turns[2].finish", "use one of"],
     ),
     (
+        "target-key-misspelt",
+        ["run", SECTION8, "--target", "{t}"],
+        None,
+        REFERENCE.replace("sessions =", "session ="),
+        ["line 9", "session: unknown key", "did you mean 'sessions'?"],
+    ),
+    (
+        "target-check-no-such-target",
+        ["target", "check", "no-such-target"],
+        None,
+        None,
+        ["TARGET", "unknown target"],
+    ),
+    (
+        "kill-at-a-tool-never-called",
+        ["run", SECTION8, "--kill-at", "toolStarted[toolName=bash]"],
+        None,
+        None,
+        ["section8-read-replay.toml", "can never be reached", "never calls 'bash' (it calls read)"],
+    ),
+    (
         "position-in-an-inline-table",
         ["run", "{s}"],
         "prompt = 'x'\n\n[[turns]]\ntext = 'a'\n\n[[turns]]\ntool_calls = [\n  { name = 'read', argz = {} },\n]\n",
@@ -176,7 +199,7 @@ def test_an_interrupted_run_exits_130_with_no_agent_left(tmp_path: Path) -> None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, "\n".join([*masks, out, err])
-    assert "Traceback" not in err and "interrupted" in err
+    assert "Traceback" not in err and "interrupted (Ctrl-C)" in err and "()" not in err
     assert not [pid for pid in agents if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from chaos.contract import Reducer, reduce
 from chaos.contract import facts as F
 from chaos.scenario.model import Turn
 from tests.agent_world import bash, read
 from tests.test_reference_agent import _complete, _cut_after, _resume, _started, world
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 READ_THEN_STOP = [Turn(tool_calls=[read("README.md")]), Turn(text="It says hello.")]
 DEPLOY_THEN_STOP = [Turn(tool_calls=[bash("./deploy.sh prod")]), Turn(text="Deployed.")]

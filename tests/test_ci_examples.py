@@ -23,6 +23,8 @@ import pytest
 from chaos.cli import build_parser
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 yaml = pytest.importorskip("ruamel.yaml", reason="a dev dependency (pip install -e '.[dev]')")
 
 EXAMPLES = REPO / "examples" / "ci"

@@ -20,6 +20,8 @@ from tests.browser import dom as rendered
 from tests.browser import require_chromium, screenshot
 from tests.conftest import REPO, conformance_dir, needs_ptrace
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 
 

@@ -16,6 +16,8 @@ from chaos.scenario import Crash, load_scenario, load_target
 from chaos.scenario.model import Boundary
 from tests.conftest import REPO, needs_ptrace
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 REFERENCE = REPO / "targets" / "reference.toml"
 # switch -> (scenario, crash or None for the scenario's own, the checks it must fail and no others;
 # for two writers, what else fails depends on how the two interleave: those may fail too)

@@ -14,6 +14,8 @@ from chaos.process import trace
 from chaos.report import publish
 from chaos.world import protocols
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 SECTION8 = "section8-read-replay"
 
 

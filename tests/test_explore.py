@@ -15,6 +15,8 @@ from chaos.scenario import load_scenario, write_scenario
 from chaos.scenario.target import load_target
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 REFERENCE = REPO / "targets" / "reference.toml"
 # Each bug switch, and the seed that finds it quickly (Hypothesis is deterministic given a seed).
 BUGS = [

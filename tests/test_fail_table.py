@@ -25,6 +25,8 @@ from chaos.scenario import Crash, Scenario, load_scenario, load_target
 from chaos.scenario.model import Boundary
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 TARGETS = Path(__file__).parent / "targets"
 WORK: list[Path] = []
 

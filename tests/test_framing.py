@@ -169,6 +169,7 @@ def json_bytes(draw: st.DrawFn) -> bytes:
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow  # 10,000 examples
 @SETTINGS
 @given(json_bytes())
 @example(b'{"a":"x","b":" :)"}')

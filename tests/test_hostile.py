@@ -19,6 +19,8 @@ from chaos.report.show import render, timeline
 from chaos.report.summary import summarize
 from tests.agent_world import world
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 EVIL = "\x1b]0;owned\x07\x1b[2J\u202e<script>alert(1)</script>\x9b"
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
 

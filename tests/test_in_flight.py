@@ -7,11 +7,15 @@ import threading
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from chaos.process.stop import Trigger
 from chaos.scenario import Crash, Scenario, Turn, load_target
 from chaos.scenario.model import Boundary
 from chaos.world.world import build_world
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 
 def _ask(url: str, answers: list[bytes]) -> None:

@@ -14,7 +14,7 @@ import pytest
 from chaos.cli import main
 from tests.conftest import REPO, needs_node, needs_ptrace
 
-pytestmark = needs_node
+pytestmark = [needs_node, pytest.mark.slow]
 NODE = ["--target", "node-reference"]
 
 
@@ -51,3 +51,21 @@ def test_each_switch_is_caught(bug: str, scenario: str, check: str, tmp_path: Pa
     assert main(argv) == 1
     failed = {c["id"] for c in json.loads((tmp_path / "verdict.json").read_text())["checks"] if not c["ok"]}
     assert check in failed, failed
+
+
+GROUPED = ["section8-read-replay", "pending-deploy-interrupted", "deploy-intent-durable", "full-workflow"]
+
+
+@needs_ptrace
+def test_two_switches_at_once_give_exactly_two_groups(tmp_path: Path) -> None:
+    """Grouping measured on an agent that shares no code with chaos: one group per bug, however many
+    cases each fails, and even where both bugs meet in one case (the earlier divergence names it)."""
+    paths = [str(REPO / "scenarios" / f"{name}.toml") for name in GROUPED]
+    argv = ["sweep", *paths, *NODE, "-j", "2", "--mine", "none", "--results", str(tmp_path)]
+    argv += ["--target-env", "NODE_AGENT_BUG=stale-assistant-calls,replay-never-tools"]
+    done = subprocess.run([sys.executable, "-m", "chaos", *argv], capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    labels = sorted(g["label"].split(":")[0] for g in summary["groups"])
+    assert labels == ["log-rejected", "plan-followed"], done.stdout
+    assert sum(g["count"] for g in summary["groups"]) == summary["findings"] > 20

@@ -1,5 +1,5 @@
 """Exact kills are probed, never assumed: where ptrace is refused chaos polls and says so once; a tracer
-that breaks is chaos's own failure (exit 2), never the agent's."""
+that breaks is chaos's own failure (exit 3, tests/test_exit_codes.py), never the agent's."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 from chaos.cli import main
 from chaos.process import trace
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 PTRACE = {"x86_64": 101, "aarch64": 117}

@@ -18,6 +18,8 @@ import pytest
 from chaos.cli import main
 from tests.conftest import REPO, needs_ptrace
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 PROTOCOL = {"reference-anthropic": "anthropic", "reference-responses": "openai-responses"}
 TARGETS = list(PROTOCOL)
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml"))

@@ -7,11 +7,14 @@ import signal
 import time
 
 import orjson
+import pytest
 
 from chaos.contract import SYNTHETIC_CONTENT, reduce
 from chaos.contract.framing import committed_facts
 from chaos.scenario.model import Turn
 from tests.agent_world import AGENT, FULL_SCRIPT, bash, finish, live_descendants, start, world
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 
 def _records(data: bytes, kind: str) -> list[dict]:

@@ -17,6 +17,8 @@ from chaos.scenario.model import Turn
 from chaos.world.model_server import ModelServer
 from tests.agent_world import world
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 
 def test_compaction_then_a_new_prompt_on_the_same_session() -> None:
     with world([Turn(text="first answer"), Turn(text="second answer")]) as w:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,8 @@ from chaos.scenario.model import (
     WorkspaceFile,
 )
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 names = st.text("abcdefghij-_", min_size=1, max_size=8)
@@ -146,3 +151,24 @@ def test_the_reproduce_command_keeps_the_crash_signal_of_the_case(tmp_path: Path
     again = _rerun(first.reproduce(), tmp_path / "again")
     assert again["crash"] == "stepAttempt#2" == first.result().crash
     assert [(c["name"], c["ok"]) for c in again["checks"]] == [(c.name, c.ok) for c in first.checks]
+
+
+def test_the_reproduce_command_works_from_any_directory(tmp_path: Path) -> None:
+    """Paths in it are absolute: a relative results folder and a target found by path still rerun."""
+    spec = tmp_path / "targets" / "mine.toml"
+    spec.parent.mkdir()
+    spec.write_text((REPO / "tests" / "targets" / "minimal.toml").read_text())
+    scenario = load_scenario(REPO / "scenarios" / "section8-read-replay.toml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = run_case(scenario, load_target(spec), {}, Path(os.path.relpath(tmp_path / "first")))
+    argv = shlex.split(first.reproduce())
+    assert all(Path(a).is_absolute() for a in argv if a.endswith(".toml")), argv
+    done = subprocess.run(
+        [sys.executable, "-m", "chaos", *argv[1:], "--results", str(tmp_path / "again")],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -17,6 +17,8 @@ from chaos.scenario.model import Boundary
 from chaos.scenario.target import load_target
 from tests.conftest import REPO, needs_ptrace
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 TARGETS = Path(__file__).parent / "targets"
 SECTION8 = REPO / "scenarios" / "section8-read-replay.toml"

@@ -19,6 +19,8 @@ from chaos.cli import main
 from tests.conftest import REPO, needs_ptrace
 from tests.test_run import CAUGHT
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 DEPLOY = str(REPO / "scenarios" / "pending-deploy-interrupted.toml")
 
@@ -219,6 +221,10 @@ def test_the_pytest_plugin_turns_cases_into_items(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1
     assert "✗ final log reduces: expected ok, got INVALID_TRANSITION" in bad.stdout
+    message = next(ET.parse(tmp_path / "j.xml").getroot().iter("failure")).get("message", "")
+    key, reproduce = message.split(" reproduce: ", 1)
+    assert key.startswith("[F-") and reproduce.startswith("chaos run /"), "the key and an absolute reproduce"
+    assert "TINY_REFERENCE_BUG=stale-assistant-calls" in reproduce.split("\n")[0]
 
 
 def test_depth_2_crashes_each_recovery_within_the_budget(

@@ -11,6 +11,8 @@ import pytest
 from chaos.cli import main
 from tests.conftest import REPO, needs_node, needs_ptrace
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 BUNDLED = [
     "reference",
     "reference-anthropic",

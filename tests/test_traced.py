@@ -7,7 +7,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from chaos.process.traced import SWITCH_INTERVAL, TracedProcess
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
 
 class _Never:

@@ -16,6 +16,8 @@ from chaos.cli import main
 from tests.browser import dom as rendered
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
 SCENARIOS = str(REPO / "scenarios")
 THREE = "replay-never-tools,intent-after-effect,skip-finish-on-resume"
 # The expected groups of a sweep of every shipped scenario with the three switches on, and the switch
@@ -137,4 +139,21 @@ def test_explore_reports_two_distinct_separately_shrunk_failures(
     out = capsys.readouterr().out
     assert "2 distinct failure(s)" in out
     found = sorted(tmp_path.glob("found-*.toml"))
-    assert [p.name.split("-f-")[0] for p in found] == ["found-final-reduces", "found-plan-followed"]
+    assert [p.name.split("-f-")[0] for p in found] == ["found-log-rejected", "found-plan-followed"]
+
+
+def test_one_missing_field_is_one_group_whichever_phase_writes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A single missing-field bug gave three groups; a rejected log is keyed by the oracle's error code,
+    the fact kind and the rule, whether the start wrote the line or a resume did."""
+    names = ["length-with-tool-calls", "unknown-tool-invalid-arguments"]
+    paths = [str(REPO / "scenarios" / f"{name}.toml") for name in names]
+    bug = ["--target-env", "TINY_REFERENCE_BUG=synthetic-missing-field"]
+    code, out = _sweep(capsys, *paths, "-j", "2", "--results", str(tmp_path), *bug)
+    assert code == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary["groups"]) == 1, out
+    assert "entry lacks assistantEntryId" in summary["groups"][0]["label"]
+    failed = {f["failed"][0]["id"] for f in summary["failures"]}
+    assert failed == {"prefix-reduces", "final-reduces"}, "both phases wrote it, one group"

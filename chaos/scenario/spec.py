@@ -216,6 +216,9 @@ class Table:
         self.known.add(key)
         if key not in self.data:
             if default is MISSING:
+                close = difflib.get_close_matches(key, [k for k in self.data if isinstance(k, str)], n=1)
+                if close:  # a required key misspelt: point at the misspelling
+                    self.fail(close[0], f"unknown key (did you mean {key!r}? {key} is required)")
                 self.fail(key, "is required")
             return default  # type: ignore[no-any-return]
         value = self.data.pop(key)

@@ -6,7 +6,8 @@ group across scenarios, boundaries, protocols, shards and agents:
 1. the first failing check, in the order checks are reported (causes first, ``chaos.check``);
 2. for a log that no longer reduces: the oracle's error code, the kind of the
    fact it rejects, and the rule it broke in words with ids, values and
-   counts left out (``entry lacks assistantEntryId``);
+   counts left out (``entry lacks assistantEntryId``), one cause whether the
+   start wrote the line (the crash prefix) or a resume did (the final log);
 3. for a wrong plan: the decision of the contract's decision tree the agent
    broke (the plan's type, mode, blocked reason and synthetic reasons: the
    rows that decide alike, ``chaos.contract.planner.ROWS``, are one decision,
@@ -44,6 +45,7 @@ from chaos.process.phase import PhaseKind
 _PHASED = ("timeout", "processes", "sandbox")  # checks whose failing phase kind is part of the key
 # Checks about plans and outcomes: their key has the divergence.
 _ABOUT_PLANS = (
+    "prefix-reduces",
     "final-reduces",
     "plan-followed",
     "blocked-stops",
@@ -75,21 +77,30 @@ class Divergence:
         return f"the oracle planned {self.planned}; the agent {self.did}"
 
 
+# The checks that say a log the agent wrote is rejected: one cause, whichever phase wrote the line (the
+# same bug rejects the crash prefix when the start writes it, the final log when a resume does).
+REJECTED = ("prefix-reduces", "final-reduces")
+
+
 @dataclass(frozen=True)
 class Failure:
-    check: str
+    check: str  # the first failing check (or the earlier divergence, see failure_of)
     divergence: Divergence | None
     where: tuple[str, ...] = ()  # kinds of phase, for the checks in _PHASED
 
     @property
+    def cause(self) -> str:
+        return "log-rejected" if self.check in REJECTED and self.divergence else self.check
+
+    @property
     def key(self) -> str:
-        parts = [self.check, self.divergence.shape if self.divergence else None, list(self.where)]
+        parts = [self.cause, self.divergence.shape if self.divergence else None, list(self.where)]
         return "F-" + hashlib.sha256(orjson.dumps(parts)).hexdigest()[:12]
 
     @property
     def label(self) -> str:
         where = f" ({', '.join(self.where)})" if self.where else ""
-        return f"{self.check}{where}: " + (self.divergence.text() if self.divergence else CATALOG[self.check])
+        return f"{self.cause}{where}: " + (self.divergence.text() if self.divergence else CATALOG[self.check])
 
     def record(self) -> FailureRecord:
         return FailureRecord(self.key, self.check, self.label)
@@ -111,24 +122,31 @@ def _planned(made_plan: dict[str, Any]) -> str:
     return " ".join(str(p) for p in parts if p)
 
 
+def _rejected_line(before: bytes, after: bytes) -> Divergence | None:
+    """The first line of ``after`` beyond ``before`` that the reducer rejects: keyed by the error's code,
+    the kind of the fact it rejects and the rule it states."""
+    error = reduced(after).error
+    if error is None or (before and error.line <= reduced(before).line):
+        return None
+    rejected = raw_facts([committed_lines(after)[error.line - 1]])
+    fact = next((f for f in rejected if isinstance(f, dict) and f.get("seq") == error.seq), None)
+    fact = fact or (rejected[0] if rejected else None)
+    try:
+        kind = kind_of(fact)[0] if isinstance(fact, dict) else "an unreadable line"
+    except (KeyError, TypeError, AttributeError):
+        kind = "a fact of no known kind"
+    said = rule(error.detail)
+    return Divergence(
+        None, f"appended {kind}, which the reducer rejects ({error.code}: {said})", [error.code, kind, said]
+    )
+
+
 def _rejection(ev: Evidence) -> Divergence | None:
-    """The first transaction a resume appended that the reducer rejects: keyed by the error's code, the
-    kind of the fact it rejects and the rule it states."""
+    """The first transaction a resume appended that the reducer rejects."""
     for _, before, after in ev.transitions():
-        error = reduced(after).error
-        if error is None or error.line <= reduced(before).line:
-            continue
-        line = committed_lines(after)[error.line - 1]
-        rejected = raw_facts([line])
-        fact = next((f for f in rejected if isinstance(f, dict) and f.get("seq") == error.seq), None)
-        fact = fact or (rejected[0] if rejected else None)
-        try:
-            kind = kind_of(fact)[0] if isinstance(fact, dict) else "unreadable line"
-        except (KeyError, TypeError, AttributeError):
-            kind = "a fact of no known kind"
-        said = rule(error.detail)
-        did = f"appended {kind}, which the reducer rejects ({error.code}: {said})"
-        return Divergence(None, did, [error.code, kind, said])
+        found = _rejected_line(before, after)
+        if found is not None:
+            return found
     return None
 
 
@@ -161,6 +179,8 @@ def _ending(ev: Evidence) -> Divergence | None:
 
 def divergence(ev: Evidence, check: str, expected: str, got: str) -> Divergence | None:
     """Where the agent left the oracle's way, as the failing ``check`` sees it."""
+    if check == "prefix-reduces":
+        return _rejected_line(b"", ev.prefix[: committed_length(ev.prefix)])
     if ev.current is None or reduced(ev.prefix).error is not None:
         return None
     if check == "final-reduces":
@@ -172,12 +192,32 @@ def divergence(ev: Evidence, check: str, expected: str, got: str) -> Divergence 
     return found
 
 
+def _diverged_before_rejection(ev: Evidence) -> bool:
+    """A resume left the oracle's plan at a line before the first line the reducer rejects: that is the
+    first thing that went wrong (a rejected line later on may be another bug, or its consequence)."""
+    for _, before, after in ev.transitions():
+        error = reduced(after).error
+        made = decision(before, ev.current)
+        if made is not None and made.row != "0-idle":
+            appended = raw_facts(appended_lines(before, after))
+            if not carried_out(made.plan, appended):
+                return error is None or error.line > len(committed_lines(before)) + 1
+        if error is not None and error.line > reduced(before).line:
+            return False
+    return False
+
+
 def failure_of(verdict: Verdict) -> Failure | None:
-    """The failure key of a failing case (None when every check held)."""
+    """The failure key of a failing case (None when every check held): named by the first failing check,
+    or, where a resume left the plan before the log broke, by that earlier divergence."""
     failed = verdict.failed
     if not failed:
         return None
     first = failed[0]
+    if first.id == "final-reduces" and verdict.evidence.current is not None:
+        earlier = next((c for c in failed if c.id == "plan-followed"), None)
+        if earlier is not None and _diverged_before_rejection(verdict.evidence):
+            first = earlier
     where: tuple[str, ...] = ()
     if first.id in _PHASED:
         named = {re.sub(r"-\d+", "", p.name) for p in verdict.phases if p.name in first.got}

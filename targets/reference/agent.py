@@ -134,7 +134,11 @@ class Agent:
                     self._tool(session, plan)
                 elif kind == "appendSynthetic" and self._replays_never_tool(session, plan):
                     continue
-                elif kind == "appendSynthetic" and "synthetic-missing-field" in self.bugs:
+                elif (
+                    kind == "appendSynthetic"
+                    and "synthetic-missing-field" in self.bugs
+                    and _pre_execution(plan)
+                ):
                     facts = F.plan_facts(st, plan)
                     for _, body, _ in facts:
                         body.pop("assistantEntryId", None)  # a pre-execution result that names no answer
@@ -272,6 +276,11 @@ class Agent:
 
 class DeferredAbort(Exception):
     """The deferred-abort variant: the abort is durable; this process leaves its finishing to a resume."""
+
+
+def _pre_execution(plan: dict[str, Any]) -> bool:
+    """An appendSynthetic plan with a result for a call that never started (no toolStartedId)."""
+    return any("toolStartedId" not in result for result in plan["results"])
 
 
 def _switches(env: dict[str, str], name: str, known: tuple[str, ...]) -> frozenset[str]:
