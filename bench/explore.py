@@ -49,15 +49,15 @@ def bugs(args: argparse.Namespace) -> None:
                     target,
                     env,
                     work,
-                    args.budget,
-                    seed,
-                    10_000,
-                    args.shrink_budget,
-                    1,
+                    budget=args.budget,
+                    seed=seed,
+                    max_examples=10_000,
+                    shrink_budget=args.shrink_budget,
+                    max_failures=1,
                     power_loss=bug in NEEDS_POWER_LOSS,
                     two_writers=bug in NEEDS_TWO_WRITERS,
                 )
-                run.run(tools)
+                run.explore(tools)
                 if not run.found:
                     continue
                 found = run.save(Miner(work / "fixtures"))

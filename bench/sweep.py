@@ -34,7 +34,7 @@ from pathlib import Path
 from chaos.case.result import CaseResult, read_journal
 from chaos.case.run import run_case
 from chaos.cli import main as chaos
-from chaos.cycle.cycle import session_id
+from chaos.cycle.drive import session_id
 from chaos.process.watch import Watch
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Crash

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from chaos.case.verdict import Verdict
     from chaos.check import CATALOG, Check
     from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
-    from chaos.doctor.doctor import Diagnosis
+    from chaos.doctor.diagnosis import Diagnosis
     from chaos.errors import ChaosFault, Interrupted, Skipped, SpecError, TargetUnusable, UsageError
     from chaos.scenario import (
         Boundary,
@@ -52,7 +52,7 @@ _HOMES = (
     "chaos.errors",
     "chaos.check",
     "chaos.case.verdict",
-    "chaos.doctor.doctor",
+    "chaos.doctor.diagnosis",
 )
 
 

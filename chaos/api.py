@@ -22,8 +22,9 @@ from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.cycle.configuration import target_current, tool_names
-from chaos.cycle.cycle import Pause
-from chaos.doctor.doctor import PROBES, Diagnosis, diagnose
+from chaos.cycle.drive import Pause
+from chaos.doctor.diagnosis import Diagnosis, diagnose
+from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.mine.miner import Miner
@@ -33,7 +34,8 @@ from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, find_target, load_target
-from chaos.sweep.sweep import Settings, Sweep, run_sweep
+from chaos.sweep.runner import Sweep, sweep_all
+from chaos.sweep.settings import Settings
 from chaos.triage.groups import read_baseline
 
 ScenarioRef = Scenario | str | Path
@@ -161,7 +163,7 @@ def sweep(
     run = Sweep(settings, tuple(OtherOracle(c) for c in oracles), (miner.mine,) if miner else ())
     interrupted = False
     try:
-        run_sweep(run, loaded, lambda s: targets[id(s)])
+        sweep_all(run, loaded, lambda s: targets[id(s)])
     except (KeyboardInterrupt, Interrupted):
         interrupted = True
     summary = publish(
@@ -254,7 +256,7 @@ def explore(
         power_loss=power_loss,
         two_writers=two_writers,
     )
-    exploration.run(tool_names(found_target, env))
+    exploration.explore(tool_names(found_target, env))
     spent = time.monotonic() - exploration.started
     if not exploration.found:
         if exploration.cycles == 0:

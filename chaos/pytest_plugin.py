@@ -30,7 +30,7 @@ from chaos.report.text import printable
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash, Scenario
 from chaos.scenario.target import Target, find_target, load_target
-from chaos.sweep.sweep import phase_boundaries
+from chaos.sweep.boundaries import phase_boundaries
 from chaos.triage.failure import failure_of
 
 

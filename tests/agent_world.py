@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 
 from chaos.contract import Reducer
-from chaos.process.trace import default_signals
+from chaos.process.ptrace import default_signals
 from chaos.scenario.model import Turn, WorkspaceFile
 from chaos.world.ledger import read_ledger
 from chaos.world.model_server import ModelServer

@@ -32,9 +32,9 @@ MINED = REPO / "results" / "fixtures"
 
 
 def _no_exact_kills() -> str | None:
-    from chaos.process import trace
+    from chaos.process import ptrace
 
-    return trace.unavailable()
+    return ptrace.unavailable()
 
 
 # End-to-end tests that assert exact kills run only where a traced child really traps a write.

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from chaos.process.trace import default_signals
+from chaos.process.ptrace import default_signals
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)

@@ -10,7 +10,7 @@ import pytest
 
 from chaos.cli import main
 from chaos.errors import EXIT_FINDING, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
-from chaos.process import trace
+from chaos.process import ptrace
 from chaos.report import publish
 from chaos.world import protocols
 
@@ -30,9 +30,9 @@ def test_the_codes_are_distinct() -> None:
 def test_a_tracer_that_breaks_is_chaos_s_failure_not_a_finding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if trace.unavailable() is not None:
-        pytest.skip(f"no exact kills here: {trace.unavailable()}")
-    monkeypatch.setattr(trace, "trace", _broken)
+    if ptrace.unavailable() is not None:
+        pytest.skip(f"no exact kills here: {ptrace.unavailable()}")
+    monkeypatch.setattr(ptrace, "trace", _broken)
     code = main(["run", SECTION8, "--results", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == EXIT_INTERNAL, err

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from chaos.process import trace
+from chaos.process import ptrace
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
@@ -53,7 +53,7 @@ def test_no_ptrace_polls_with_a_one_line_notice(
 @pytest.mark.skipif(platform.machine() not in PTRACE, reason="the refusal filter knows x86_64 and aarch64")
 def test_a_refused_ptrace_falls_back_to_polling_instead_of_blaming_the_agent(tmp_path: Path) -> None:
     """Issue 12: where PTRACE_TRACEME was refused every run said 'the agent ended first (exit 126)'."""
-    arch = trace.SYSCALLS[platform.machine()][0]
+    arch = ptrace.SYSCALLS[platform.machine()][0]
     argv = [sys.executable, "-c", REFUSE, str(arch), str(PTRACE[platform.machine()])]
     argv += ["-m", "chaos", "run", SECTION8, "--results", str(tmp_path)]
     done = subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.process.traced import SWITCH_INTERVAL, TracedProcess
+from chaos.process.tree import SWITCH_INTERVAL, TracedProcess
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 

@@ -11,7 +11,7 @@ from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
 from chaos.check import Check, check_all
 from chaos.cycle.configuration import tool_names
-from chaos.cycle.cycle import Pause, run_cycle
+from chaos.cycle.drive import Pause, drive_cycle
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped
 from chaos.scenario.model import Scenario
@@ -41,7 +41,7 @@ def run_case(
     folder = folder or default_folder(scenario)
     record = Record(folder)
     began = time.monotonic()
-    evidence = run_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
+    evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
     with timed(evidence.timings, "record"):
         record.write_evidence(scenario, evidence)
     with timed(evidence.timings, "checks"):

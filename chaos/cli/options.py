@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from chaos.errors import UsageError
-from chaos.process import trace
+from chaos.process import ptrace
 from chaos.report.text import printable
 from chaos.scenario.model import Boundary
 
@@ -92,7 +92,7 @@ def target_env(p: argparse.ArgumentParser) -> None:
 
 def notice_polling() -> None:
     """One line, once, when exact kills are unavailable here."""
-    reason = trace.unavailable()
+    reason = ptrace.unavailable()
     if reason is not None:
         say(
             f"chaos: exact kills unavailable ({reason}); polling the log instead: "

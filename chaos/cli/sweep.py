@@ -10,7 +10,7 @@ from chaos import api
 from chaos.cli.options import Commands, notice_polling, positive_int, say, seconds, shard, target_env
 from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK
 from chaos.report.summary import render_summary
-from chaos.sweep.sweep import Settings
+from chaos.sweep.settings import Settings
 
 
 def sweep(args: argparse.Namespace) -> int:

@@ -166,7 +166,7 @@ class Exploration:
                     key, label, scenario, verdict, self._elapsed(), self.cycles, saved=path
                 )
 
-    def run(self, tools: list[str]) -> None:
+    def explore(self, tools: list[str]) -> None:
         """Explore in rounds until the budget ends: each round is one Hypothesis run that counts the
         failures of earlier rounds as passes, so it looks for new ones and shrinks each on its own."""
         self.retry_past_failures()

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from chaos.process import trace
+from chaos.process import ptrace
 
 O_DSYNC = 0o10000  # also set within O_SYNC
 
@@ -60,23 +60,23 @@ class Durability:
 
     def observe(self, pid: int, tag: int) -> bool:
         """Called at each trap with the process stopped; True asks for a stop when the call returns."""
-        if tag == trace.SYNC_ENTRY:
-            self._syncing[pid] = trace.call_file(pid)[1]
-        elif tag in (trace.SYNC, trace.ALL):
+        if tag == ptrace.SYNC_ENTRY:
+            self._syncing[pid] = ptrace.call_file(pid)[1]
+        elif tag in (ptrace.SYNC, ptrace.ALL):
             path = self._syncing.pop(pid, None)
-            if trace.call_result(pid) == 0 and (tag == trace.ALL or path == self.log()):
+            if ptrace.call_result(pid) == 0 and (tag == ptrace.ALL or path == self.log()):
                 self.durable = self._log_size()
-        elif tag == trace.RANGE:
+        elif tag == ptrace.RANGE:
             self._syncing.pop(pid, None)  # flushes no metadata: an appended log gains nothing
-        elif tag in (trace.WRITE, trace.WRITEV):
-            fd, path, _ = trace.call_file(pid)
+        elif tag in (ptrace.WRITE, ptrace.WRITEV):
+            fd, path, _ = ptrace.call_file(pid)
             if path == self.ledger:
                 self.at_ledger.append(self.durable)
             elif path and path == self.log() and _flags(pid, fd) & O_DSYNC:
                 self._sync_writes.add(pid)
                 return True
-        elif tag == trace.AFTER and pid in self._sync_writes:
+        elif tag == ptrace.AFTER and pid in self._sync_writes:
             self._sync_writes.discard(pid)
-            if trace.call_result(pid) > 0:
+            if ptrace.call_result(pid) > 0:
                 self.durable = self._log_size()
         return False

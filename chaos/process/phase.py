@@ -22,11 +22,11 @@ from typing import Any
 from chaos.contract.framing import committed_length
 from chaos.contract.reading import appended_finishes
 from chaos.errors import ChaosFault, Interrupted, UsageError
-from chaos.process import trace
+from chaos.process import ptrace
 from chaos.process.durability import Durability
 from chaos.process.reap import KillReport
 from chaos.process.stop import Decide, Stopper, Trigger
-from chaos.process.traced import TracedProcess
+from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
 from chaos.scenario.model import Configuration, Crash
 from chaos.world.ledger import read_ledger
@@ -223,7 +223,7 @@ def continue_phase(
     world: World, phase: Phase, paused: Phase, timeout: float, keep: Callable[[Phase], None] | None = None
 ) -> Phase:
     """Let the paused writer of ``paused`` go on (SIGCONT) after another process resumed its session,
-    and wait for it to end, as ``run_phase`` waits for a process of its own."""
+    and wait for it to end, as ``execute_phase`` waits for a process of its own."""
     proc = paused.frozen
     assert proc is not None
     paused.frozen = None
@@ -254,7 +254,7 @@ def _cut(world: World, durable: int) -> bytes:
     return written
 
 
-def run_phase(
+def execute_phase(
     world: World,
     phase: Phase,
     config: Configuration,
@@ -271,10 +271,10 @@ def run_phase(
     crash = phase.crash
     phase.log_before = world.log()
     power_loss = crash is not None and crash.power_loss
-    if power_loss and trace.unavailable() is not None:
+    if power_loss and ptrace.unavailable() is not None:
         raise UsageError(
             f"a power-loss crash needs to see the agent's sync calls, and exact kills are unavailable here "
-            f"({trace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
+            f"({ptrace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
         )
     before = _Before.of(world)
     phase.ledger_before = before.ledger
@@ -282,7 +282,7 @@ def run_phase(
     tear = (lambda: str(world.log_path())) if crash and crash.torn else None
     traps = (trigger is not None and trigger.durable) or power_loss
     durability = None
-    if traps and trace.unavailable() is None:
+    if traps and ptrace.unavailable() is None:
         start = committed_length(phase.log_before)
         durability = Durability(lambda: str(world.log_path() or ""), str(world.box.ledger), start)
     stopper = Stopper(trigger, crash, tear, pause, durability)
@@ -290,7 +290,7 @@ def run_phase(
     started = time.monotonic()
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
     pausing = crash is not None and crash.signal == "SIGSTOP"  # ptrace cannot keep it stopped for another
-    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, ptrace=not pausing)
+    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing)
     deadline, exited, handed_on = started + timeout, False, False
     waiting = (
         Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)

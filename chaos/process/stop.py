@@ -2,7 +2,7 @@
 
 A ``Trigger`` arms one boundary in the world before the phase starts: a
 durable boundary is judged on the committed log with the target stopped at
-its next write (see ``chaos.process.trace``); an in-flight boundary is one the
+its next write (see ``chaos.process.ptrace``); an in-flight boundary is one the
 world holds exactly (the model server keeps a request, or a streamed answer
 after its first events; a ledger gate keeps an effect). A ``Stopper`` then
 decides, at every trap (``at_trap``, durable boundaries) or tick of the phase
@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chaos.process import trace
+from chaos.process import ptrace
 from chaos.process.durability import Durability
-from chaos.process.traced import TracedProcess
+from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Crash
 from chaos.world.ledger import read_ledger
@@ -140,7 +140,7 @@ class Stopper:
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
         asked = self.durability.observe(pid, tag) if self.durability is not None else False
-        if tag == trace.SYNC_ENTRY:
+        if tag == ptrace.SYNC_ENTRY:
             return asked  # a sync is judged when it returns, once the bytes are durable
         return self._judge(pid, tag) or asked
 
@@ -176,16 +176,16 @@ class Stopper:
 
     def _tear(self, pid: int, tag: int) -> bool:
         """Let the next write to the log through half-done, then kill: a real torn tail."""
-        if tag == trace.AFTER:
+        if tag == ptrace.AFTER:
             self.torn = True
             self.fire()
             return False
-        if tag == trace.WRITE and self.tear_log is not None:
-            path, count = trace.written_file(pid)
+        if tag == ptrace.WRITE and self.tear_log is not None:
+            path, count = ptrace.written_file(pid)
             if path == self.tear_log() and count > 1:
-                trace.shorten_write(pid, count // 2)
+                ptrace.shorten_write(pid, count // 2)
                 return True
-        if tag == trace.EXIT:
+        if tag == ptrace.EXIT:
             self.fire()  # the target is ending with no later write to tear
         return False
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from chaos.case.verdict import Verdict, landing
-from chaos.cycle.cycle import Paused
+from chaos.cycle.drive import Paused
 from chaos.report.show import render as render_timeline
 from chaos.report.show import timeline
 from chaos.report.text import printable

@@ -31,7 +31,7 @@ from chaos.scenario.model import (
     file_conflicts,
     workspace_path_problem,
 )
-from chaos.scenario.spec import Table
+from chaos.scenario.strict_toml import Table
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from typing import Any
 from chaos.bundled import targets_folder
 from chaos.errors import SpecError
 from chaos.scenario.model import OUTCOMES, Scenario
-from chaos.scenario.spec import Table
+from chaos.scenario.strict_toml import Table
 
 GUIDE = "the README, 'Drive your own agent'"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each

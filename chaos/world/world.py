@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.contract import Reducer
+from chaos.contract.framing import committed_facts
+from chaos.contract.kinds import kind_of
 from chaos.errors import TargetUnusable
 from chaos.scenario.model import Configuration, Scenario
 from chaos.scenario.target import Target, cwd_problem, fill, placeholders
@@ -54,15 +56,23 @@ class World:
             return 0
 
     def open_attempt(self) -> tuple[str | None, int | None]:
-        """The stepAttempt durable and open in the log now (what a model request must belong to), and the
-        line the reducer rejects, where the log is corrupt (nothing after it is durable)."""
-        reducer = Reducer.of(self.log())
+        """The attempt a model request arriving now belongs to: the latest ``stepAttempt`` durable in the
+        log that no answer settled (open, or closed by a ``stepFailed`` the agent wrote while its request
+        was on its way: an abort, a timeout). And the line the reducer rejects, where the log is corrupt
+        (nothing after it is durable)."""
+        log = self.log()
+        reducer = Reducer.of(log)
         rejected = reducer.error.line if reducer.error is not None else None
-        state = reducer.state
-        op = state.operation if state is not None else None
-        if op is None or op.step is None or op.step.status != "attempting":
-            return None, rejected
-        return op.step.attempt_id, rejected
+        attempt: str | None = None
+        for fact in committed_facts(log, reducer.line):
+            kind, body = kind_of(fact)
+            if kind == "stepAttempt":
+                attempt = body["attemptId"]
+            elif "attemptId" in body and body["attemptId"] == attempt and fact["kind"] == "entry":
+                attempt = None  # its answer settled it
+            elif kind == "entry:compaction":
+                attempt = None
+        return attempt, rejected
 
     def values(self, config: Configuration) -> dict[str, str]:
         return placeholders(

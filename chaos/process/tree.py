@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from chaos.errors import TargetUnusable
-from chaos.process import trace
+from chaos.process import ptrace
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
 
 GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
@@ -81,13 +81,13 @@ class TracedProcess:
         stderr: Path,
         policy: Policy,
         traps: bool = True,
-        ptrace: bool = True,
+        traced: bool = True,
     ) -> None:
         if shutil.which(argv[0], path=env.get("PATH")) is None:
             raise TargetUnusable(f"cannot start the target: {argv[0]!r} is not an executable on its PATH")
         if not cwd.is_dir():
             raise TargetUnusable(f"cannot start the target: working directory {cwd} does not exist")
-        self.argv, self.exact, self.traps = argv, ptrace and trace.exact_kills_available(), traps
+        self.argv, self.exact, self.traps = argv, traced and ptrace.exact_kills_available(), traps
         self.pid = 0
         self.pids: set[int] = set()
         self.returncode: int | None = None
@@ -126,7 +126,7 @@ class TracedProcess:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
-                    preexec_fn=trace.child_setup(self.exact, self.traps),
+                    preexec_fn=ptrace.child_setup(self.exact, self.traps),
                 )
         except Exception as err:  # a failed start must never leave the caller waiting
             self.fault = err
@@ -139,7 +139,7 @@ class TracedProcess:
         started.set()
         try:
             if self.exact:
-                trace.trace(proc, self._policy.at_trap, self.pids.add, self._exit)
+                ptrace.trace(proc, self._policy.at_trap, self.pids.add, self._exit)
             elif self.traps:
                 while proc.poll() is None:
                     self._policy.at_trap(proc.pid, 0)

@@ -12,7 +12,6 @@ with the reason.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import threading
 import time
@@ -21,76 +20,19 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chaos.case.definition import Case
 from chaos.case.record import Record, slug
 from chaos.case.result import CaseResult, append_journal, read_journal, reported
 from chaos.case.run import Hook, run_case
 from chaos.case.verdict import Verdict
-from chaos.contract.reading import reduced
 from chaos.errors import Skipped
 from chaos.process import phase as phases
-from chaos.process.phase import Phase
-from chaos.process.watch import durable_boundaries
 from chaos.report.html import view_of
-from chaos.scenario.model import Boundary, Crash, Scenario
+from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+from chaos.sweep.boundaries import child, children
+from chaos.sweep.settings import Settings
 from chaos.triage.failure import failure_of, size
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How a sweep runs: one value, from the command line, the API or a CI recipe."""
-
-    results: Path = Path("results/sweep")
-    target_env: dict[str, str] = field(default_factory=dict)
-    jobs: int = 1
-    depth: int = 1
-    budget: float | None = None
-    shard: tuple[int, int] = (1, 1)
-    keep_all: bool = False
-    resume: bool = False
-    timeout: float | None = None
-    power_loss: bool = False  # every crash case is a power loss, not only a process death
-    two_writers: bool = False  # every durable crash case pauses the writer while a second one resumes
-
-
-@dataclass(frozen=True)
-class Case:
-    scenario: Scenario
-    target: Target
-    crash: Crash | None
-    then_crash: Crash | None = None
-    as_written: bool = False  # the scenario's own crash, judged by its hand-written expectations
-
-    @property
-    def id(self) -> str:
-        then = f" then {self.then_crash}" if self.then_crash else ""
-        written = " (as written)" if self.as_written else ""
-        return f"{self.scenario.name} @ {self.crash or 'no crash'}{then}{written}"
-
-    @property
-    def as_run(self) -> Scenario:
-        return self.scenario.with_crash(self.crash, self.then_crash)
-
-    def in_shard(self, shard: tuple[int, int]) -> bool:
-        """Stable across machines and runs: the case id's hash, not its position, picks the shard."""
-        index, count = shard
-        return int(hashlib.sha256(self.id.encode()).hexdigest(), 16) % count == index - 1
-
-
-def phase_boundaries(phase: Phase) -> list[Boundary]:
-    """Every boundary one phase passed, counted within that phase (durable ones up to any corruption)."""
-    committed = reduced(phase.log_after).repaired_length
-    start = phase.committed_before
-    boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
-    requests = phase.requests[1] - phase.requests[0]
-    boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
-    boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.streams + 1)]
-    seen: dict[str, int] = {}
-    for effect in phase.effects:
-        seen[effect] = seen.get(effect, 0) + 1
-        for what in ("effect-running", "effect-done"):
-            boundaries.append(Boundary(what, {"effect": effect}, seen[effect]))
-    return boundaries
 
 
 @dataclass
@@ -122,7 +64,7 @@ class Sweep:
         elif self.journal.exists():
             self.journal.unlink()
 
-    def run_one(self, case: Case) -> CaseResult:
+    def judge(self, case: Case) -> CaseResult:
         """Run a case, or recall it from the journal under ``--resume``; the result names its children."""
         if case.id in self.results:
             return self.results[case.id]
@@ -145,7 +87,7 @@ class Sweep:
             failure = failure_of(verdict)
             result = verdict.result().with_(
                 case=case.id,
-                next=[str(b) for b in _children(case, verdict, s.depth)],
+                next=[str(b) for b in children(case, verdict, s.depth)],
                 reported=case.in_shard(s.shard),  # clean runs run in every shard, count in one
                 view=view_of(verdict),
                 failure=failure.record() if failure else None,
@@ -163,27 +105,6 @@ class Sweep:
 
     def findings(self) -> list[CaseResult]:
         return [r for r in self.reported() if not r.ok]
-
-
-def _children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
-    """The boundaries to crash at next: a clean run's, or (depth 2) a crash case's first resume's."""
-    if case.as_written:
-        return []
-    evidence = verdict.evidence
-    if case.crash is None:
-        return phase_boundaries(evidence.start)
-    if depth >= 2 and case.then_crash is None and evidence.recoveries:
-        return phase_boundaries(evidence.recoveries[0])
-    return []
-
-
-def _child(case: Case, boundary: str, settings: Settings) -> Case:
-    at = Boundary.parse(boundary)
-    signal = "SIGSTOP" if settings.two_writers and not at.in_flight else "SIGKILL"
-    crash = Crash(at, signal, power_loss=settings.power_loss and signal == "SIGKILL")
-    if case.crash is None:
-        return Case(case.scenario, case.target, crash)
-    return Case(case.scenario, case.target, case.crash, crash)
 
 
 class Progress:
@@ -209,7 +130,7 @@ class Progress:
         sys.stderr.flush()
 
 
-def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scenario], Target]) -> None:
+def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scenario], Target]) -> None:
     """Run every case of the shard: clean runs first, since they name the crash cases."""
     s = sweep.settings
     s.results.mkdir(parents=True, exist_ok=True)
@@ -232,7 +153,7 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                         sweep.not_run.append(case.id)
                         parents.discard(id(case))
                         continue
-                    pending[pool.submit(sweep.run_one, case)] = case
+                    pending[pool.submit(sweep.judge, case)] = case
                 if not pending:
                     continue
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -241,7 +162,7 @@ def run_sweep(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     result = future.result()
                     done += 1
                     parents.discard(id(case))
-                    more = [_child(case, boundary, s) for boundary in result.next]
+                    more = [child(case, boundary, s) for boundary in result.next]
                     more = [c for c in more if c.in_shard(s.shard)]
                     if s.depth >= 2:
                         parents |= {id(c) for c in more if c.then_crash is None}

@@ -21,7 +21,7 @@ from chaos.contract.framing import FramingError, parse_json
 from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
-from chaos.process.phase import Phase, PhaseKind, continue_phase, run_phase
+from chaos.process.phase import Phase, PhaseKind, continue_phase, execute_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.world.ledger import read_ledger
@@ -108,7 +108,7 @@ def _phase(
     pause: Pause | None = None,
     on_wait: Callable[[], None] | None = None,
 ) -> Phase:
-    run_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None, on_wait)
+    execute_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None, on_wait)
     no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
     if no_file and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
         raise _no_log(world, phase, out)
@@ -165,7 +165,7 @@ def _go_on(
     return go_on
 
 
-def run_cycle(
+def drive_cycle(
     scenario: Scenario,
     target: Target,
     extra_env: dict[str, str],
