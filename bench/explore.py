@@ -22,6 +22,8 @@ from pathlib import Path
 
 from chaos.bundled.targets.reference.agent import BUGS
 
+from chaos.api import EXPLORED
+from chaos.case.space import CaseSpace
 from chaos.cli import main as chaos
 from chaos.cycle.configuration import tool_names
 from chaos.explore.exploration import Exploration
@@ -45,17 +47,17 @@ def bugs(args: argparse.Namespace) -> None:
             work = Path(tempfile.mkdtemp(prefix="chaos-explore-bench-"))
             try:
                 env = {"TINY_REFERENCE_BUG": bug}
+                faults = (*EXPLORED, *(["power-loss"] if bug in NEEDS_POWER_LOSS else []))
+                faults += ("pause",) if bug in NEEDS_TWO_WRITERS else ()
                 run = Exploration(
                     target,
                     env,
                     work,
-                    budget=args.budget,
+                    CaseSpace(faults=faults, budget=args.budget),
                     seed=seed,
                     max_examples=10_000,
                     shrink_budget=args.shrink_budget,
                     max_failures=1,
-                    power_loss=bug in NEEDS_POWER_LOSS,
-                    two_writers=bug in NEEDS_TWO_WRITERS,
                 )
                 run.explore(tools)
                 if not run.found:

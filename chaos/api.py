@@ -12,14 +12,16 @@ never an exception: a verdict or a summary says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from chaos.bundled import scenario_path, scenarios_folder
 from chaos.case.result import CaseResult, read_journal, reported
+from chaos.case.run import Hook as Judge
 from chaos.case.run import run_case
+from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
 from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.drive import Pause
@@ -39,6 +41,7 @@ from chaos.sweep.settings import Settings
 from chaos.triage.groups import read_baseline
 
 ScenarioRef = Scenario | str | Path
+AfterCase = Callable[[Verdict], object]
 TargetRef = Target | str | Path
 
 
@@ -122,32 +125,45 @@ def default_scenarios() -> list[Path]:
     return [local if local.is_dir() else scenarios_folder()]
 
 
+def _settings(settings: Settings | None, options: dict[str, Any]) -> Settings:
+    """One ``Settings`` value from keyword options: the case space's fields (faults, depth, budget,
+    oracles, persistence) and the sweep's own (results, target_env, jobs, shard, ...)."""
+    space_keys = {f.name for f in fields(CaseSpace)}
+    try:
+        chosen: dict[str, Any] = {k: v for k, v in options.items() if k in space_keys}
+        chosen.update({k: tuple(chosen[k]) for k in ("faults", "oracles") if k in chosen})
+        space = CaseSpace(**chosen)
+        own = {k: v for k, v in options.items() if k not in space_keys}
+        return replace(settings, **own) if settings else Settings(space=space, **own)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"sweep: {err}") from None
+
+
 def sweep(
     scenarios: Sequence[ScenarioRef] = (),
     target: TargetRef | None = None,
     *,
     settings: Settings | None = None,
     mine: Path | None = None,
-    oracles: Sequence[str] = (),
     junit: Path | None = None,
     baseline: Path | None = None,
     write_baseline: Path | None = None,
+    judges: Sequence[Judge] = (),
+    after: Sequence[AfterCase] = (),
     **options: Any,
 ) -> SweepResult:
     """Crash every scenario (files, folders, bundled names or Scenario objects) at every boundary.
 
-    How it runs is one ``Settings`` value (``settings``, or its fields as keyword ``options``:
-    ``results``, ``jobs``, ``depth``, ``budget``, ``shard``, ``target_env``, ``keep_all``, ``resume``,
-    ``timeout``, ``power_loss``, ``two_writers``). Writes ``summary.json``, ``sweep.jsonl`` and
-    ``report.html`` (and ``junit``) under ``results``; ``mine`` saves new crash prefixes as fixtures;
-    ``oracles`` are other reducers to compare with; ``baseline`` marks known failures, which do not
-    fail the sweep; ``write_baseline`` writes this sweep's failures as one. Raises ``UsageError``
-    when no case could run at all.
+    How it runs is one ``Settings`` value (``settings``, or as keyword ``options`` its fields and
+    those of its ``CaseSpace``: ``faults`` (each applicable one at every boundary is a case; default
+    ``("kill",)``), ``depth``, ``budget``, ``oracles``, ``persistence``, ``results``, ``jobs``,
+    ``shard``, ``target_env``, ``keep_all``, ``resume``, ``timeout``). Writes ``summary.json``,
+    ``sweep.jsonl`` and ``report.html`` (and ``junit``) under ``results``; ``mine`` saves new crash
+    prefixes as fixtures; ``baseline`` marks known failures, which do not fail the sweep;
+    ``write_baseline`` writes this sweep's failures as one; ``judges`` and ``after`` are extension
+    points (``chaos.hooks``). Raises ``UsageError`` when no case could run at all.
     """
-    try:
-        settings = settings or Settings(**options)
-    except TypeError as err:
-        raise UsageError(f"sweep: {err}") from None
+    settings = _settings(settings, options)
     known = read_baseline(baseline) if baseline is not None else None
     loaded: list[Scenario] = []
     refs = list(scenarios) or default_scenarios()
@@ -160,7 +176,8 @@ def sweep(
         raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
     targets = {id(s): target_of(target, s) for s in loaded}
     miner = Miner(mine) if mine is not None else None
-    run = Sweep(settings, tuple(OtherOracle(c) for c in oracles), (miner.mine,) if miner else ())
+    hooks: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
+    run = Sweep(settings, hooks, (*after, *((miner.mine,) if miner else ())))
     interrupted = False
     try:
         sweep_all(run, loaded, lambda s: targets[id(s)])
@@ -176,7 +193,7 @@ def sweep(
         save_baseline=write_baseline,
     )
     if not run.results and not interrupted:
-        budget = settings.budget
+        budget = settings.space.budget
         raise UsageError(
             f"no case ran (budget {budget:g}s); give a budget that leaves time for at least one case"
             if budget is not None
@@ -226,35 +243,41 @@ class ExploreResult:
         return not self.found
 
 
+EXPLORED = ("kill", "abort", "torn")  # what explore generates unless told: crashes, aborts, torn tails
+
+
 def explore(
     target: TargetRef = "reference",
     *,
     target_env: dict[str, str] | None = None,
     results: Path = Path("results/explore"),
     budget: float = 120.0,
+    faults: Sequence[str] = EXPLORED,
+    persistence: str | None = None,
     seed: int | None = None,
     max_examples: int = 500,
     max_failures: int | None = None,
     shrink_budget: float | None = None,
-    power_loss: bool = False,
-    two_writers: bool = False,
 ) -> ExploreResult:
-    """Generate worlds and crash plans with Hypothesis for ``budget`` seconds; shrink each distinct
-    failure to the smallest scenario that fails the same way and save it under ``results``. Raises
-    ``UsageError`` when the budget ran no crash cycle."""
+    """Generate worlds and crash plans with Hypothesis for ``budget`` seconds, drawing each crash's fault
+    from ``faults`` (those the target can take); shrink each distinct failure to the smallest scenario
+    that fails the same way and save it under ``results``. Raises ``UsageError`` when the budget ran
+    no crash cycle."""
     found_target = target_of(target, option="--target")
     env = dict(target_env or {})
+    try:
+        space = CaseSpace(faults=tuple(faults), budget=budget, persistence=persistence)
+    except ValueError as err:
+        raise UsageError(f"explore: {err}") from None
     exploration = Exploration(
         found_target,
         env,
         results,
-        budget=budget,
+        space,
         seed=seed,
         max_examples=max_examples,
         shrink_budget=shrink_budget if shrink_budget is not None else min(budget, 60.0),
         max_failures=max_failures,
-        power_loss=power_loss,
-        two_writers=two_writers,
     )
     exploration.explore(tool_names(found_target, env))
     spent = time.monotonic() - exploration.started

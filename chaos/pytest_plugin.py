@@ -24,7 +24,9 @@ import pytest
 
 from chaos.case.record import slug
 from chaos.case.run import run_case
+from chaos.case.space import CaseSpace
 from chaos.errors import Skipped, SpecError
+from chaos.fault import FAULTS
 from chaos.report.console import render
 from chaos.report.text import printable
 from chaos.scenario.files import load_scenario
@@ -42,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chaos-target", metavar="NAME", help="run every scenario against this target")
     group.addoption("--chaos-target-env", action="append", default=[], metavar="KEY=VALUE")
     group.addoption("--chaos-results", default="results/pytest", metavar="DIR")
+    group.addoption(
+        "--chaos-fault",
+        action="append",
+        default=[],
+        choices=list(FAULTS),
+        metavar="FAULT",
+        help="at each boundary, an item per fault that lands there (repeatable; default kill)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,8 +95,10 @@ class ChaosScenario(pytest.File):
         yield ChaosCase.from_parent(self, name="no crash", crash=None)
         if scenario.crash is not None:
             yield ChaosCase.from_parent(self, name="as written", crash=scenario.crash, as_written=True)
+        space = CaseSpace(faults=tuple(self.config.getoption("chaos_fault") or ("kill",)))
         for boundary in self._boundaries(scenario, target):
-            yield ChaosCase.from_parent(self, name=str(boundary), crash=Crash(boundary))
+            for crash in space.crashes_at(boundary):
+                yield ChaosCase.from_parent(self, name=str(crash), crash=crash)
 
     def _boundaries(self, scenario: Scenario, target: Target) -> list[Boundary]:
         env = _env(self.config)

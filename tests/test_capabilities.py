@@ -137,7 +137,9 @@ def test_a_capability_is_declared_strictly(
 @settings(max_examples=200, deadline=None)
 @given(
     scenarios(
-        load_target(Path(MINIMAL)), ["read", "write", "edit", "bash"], power_loss=True, two_writers=True
+        load_target(Path(MINIMAL)),
+        ["read", "write", "edit", "bash"],
+        ("kill", "abort", "abort-then-kill", "pause"),
     )
 )
 def test_explore_generates_only_what_the_target_can_do(scenario: object) -> None:

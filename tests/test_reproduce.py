@@ -54,9 +54,11 @@ in_flight = st.sampled_from(
     [Boundary("model-request", {}, 2), Boundary("effect-running", {"effect": "deploy"}, 1)]
 )
 crashes = st.one_of(
-    st.builds(Crash, durable, st.sampled_from(["SIGKILL", "SIGINT"])),
-    st.builds(lambda b: Crash(b, "SIGKILL", True), durable),
-    st.builds(Crash, in_flight, st.sampled_from(["SIGKILL", "SIGINT"])),
+    st.builds(Crash, durable, st.sampled_from(["kill", "abort", "torn", "power-loss", "pause", "disk-full"])),
+    st.builds(Crash, in_flight, st.sampled_from(["kill", "abort", "power-loss"])),
+    st.builds(
+        Crash, st.just(Boundary("model-request", {}, 1)), st.sampled_from(["reset", "hang", "trickle"])
+    ),
 )
 configurations = st.builds(
     Configuration,

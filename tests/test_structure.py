@@ -14,6 +14,7 @@ from tests.conftest import REPO
 STAGES = [
     ("chaos.version", "chaos.errors", "chaos.bundled"),
     ("chaos.contract",),
+    ("chaos.fault",),
     ("chaos.scenario",),
     ("chaos.world",),
     ("chaos.process",),
@@ -26,7 +27,7 @@ STAGES = [
     ("chaos.doctor",),
     ("chaos.sweep",),
     ("chaos.explore",),
-    ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.__main__", "chaos"),
+    ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.hooks", "chaos.__main__", "chaos"),
 ]
 AGENTS = "chaos.bundled.targets"  # agents under test, not stages: they may use the contract, nothing else
 

@@ -51,7 +51,9 @@ class CaseResult:
     scenario_file: str | None = None
     crash: str | None = None
     then_crash: str | None = None
-    paused: bool = False  # the crash pauses the writer while another resumes (not a kill)
+    fault: str | None = None  # the crash's fault (chaos.fault)
+    paused: bool = False  # the fault pauses the writer while another resumes (not a kill)
+    persistence: str = "posix"  # what a power cut keeps of a new file's directory entry
     target_env: dict[str, str] = field(default_factory=dict)
     landed: str = ""
     exact: bool | None = None

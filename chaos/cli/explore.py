@@ -8,6 +8,7 @@ from pathlib import Path
 from chaos import api
 from chaos.cli.options import (
     Commands,
+    faults,
     notice_polling,
     positive_int,
     say,
@@ -34,8 +35,8 @@ def explore(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         max_failures=args.max_failures,
         shrink_budget=shrink,
-        power_loss=args.power_loss,
-        two_writers=args.two_writers,
+        faults=tuple(args.fault or api.EXPLORED),
+        persistence=args.persistence,
     )
     if done.ok:
         say(f"chaos explore: {done.cycles} crash cycles in {done.seconds:.0f}s, no failure found")
@@ -65,8 +66,7 @@ def add(commands: Commands) -> None:
     p.add_argument(
         "--max-failures", type=positive_int, help="stop once this many distinct failures are found"
     )
-    p.add_argument("--power-loss", action="store_true", help="also generate power cuts (needs ptrace)")
-    p.add_argument("--two-writers", action="store_true", help="also pause writers while another resumes")
+    faults(p, api.EXPLORED, "the faults to draw each crash's from")
     p.add_argument(
         "--shrink-budget",
         type=seconds_or_zero,

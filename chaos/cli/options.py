@@ -12,9 +12,10 @@ from typing import Any
 import orjson
 
 from chaos.errors import UsageError
+from chaos.fault import FAULTS
 from chaos.process import ptrace
 from chaos.report.text import printable
-from chaos.scenario.model import Boundary
+from chaos.scenario.model import PERSISTENCE, Boundary
 
 Commands = Any  # argparse's subparsers action (a private type)
 
@@ -77,6 +78,22 @@ def boundary(text: str) -> Boundary:
         return Boundary.parse(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def faults(p: argparse.ArgumentParser, default: tuple[str, ...], what: str) -> None:
+    """``--fault NAME`` (repeatable: one case per applicable fault at each boundary) and ``--persistence``."""
+    p.add_argument(
+        "--fault",
+        action="append",
+        choices=list(FAULTS),
+        metavar="FAULT",
+        help=f"{what} (repeatable; default {', '.join(default)}): {', '.join(FAULTS)}",
+    )
+    p.add_argument(
+        "--persistence",
+        choices=PERSISTENCE,
+        help="what a power cut keeps of a new log's directory entry (default: the scenario's, posix)",
+    )
 
 
 def target_env(p: argparse.ArgumentParser) -> None:

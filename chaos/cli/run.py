@@ -8,8 +8,18 @@ from pathlib import Path
 
 from chaos import api
 from chaos.bundled import scenario_names
-from chaos.cli.options import Commands, boundary, notice_polling, positive_int, say, seconds, target_env
-from chaos.errors import EXIT_FINDING, EXIT_OK, Skipped
+from chaos.cli.options import (
+    Commands,
+    boundary,
+    faults,
+    notice_polling,
+    positive_int,
+    say,
+    seconds,
+    target_env,
+)
+from chaos.errors import EXIT_FINDING, EXIT_OK, Skipped, UsageError
+from chaos.fault import FAULTS
 from chaos.report.console import ask_at_pause, render
 from chaos.scenario.model import Crash
 
@@ -18,16 +28,23 @@ DEMO = "section8-read-replay"
 
 def run(args: argparse.Namespace) -> int:
     scenario = api.load(args.scenario)
-    crash = scenario.crash
-    if args.kill_at is not None:
-        crash = Crash(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
-    elif args.nth is not None and crash is not None:
-        crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
-    then = Crash(args.then_kill_at) if args.then_kill_at else scenario.then_crash
-    if args.power_loss:
-        crash = replace(crash, power_loss=True, signal="SIGKILL") if crash else None
-        then = replace(then, power_loss=True, signal="SIGKILL") if then else None
+    crash, then = scenario.crash, scenario.then_crash
+    try:
+        if args.kill_at is not None:
+            crash = Crash(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
+        elif args.nth is not None and crash is not None:
+            crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
+        if args.fault and crash is not None:
+            crash = replace(crash, fault=args.fault[-1])
+        if args.then_kill_at is not None:
+            then = Crash(args.then_kill_at)
+        if args.then_fault and then is not None:
+            then = replace(then, fault=args.then_fault)
+    except ValueError as err:
+        raise UsageError(f"--fault: {err}") from None
     scenario = scenario.with_crash(crash, then)
+    if args.persistence:
+        scenario = replace(scenario, persistence=args.persistence)
     notice_polling()
     try:
         verdict = api.run(
@@ -72,8 +89,9 @@ def _options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=seconds, help="seconds per phase (default: the scenario's, 60)")
     p.add_argument("--pause", action="store_true", help="freeze the agent at the boundary and ask what to do")
+    faults(p, ("the scenario's",), "the fault at the crash")
     p.add_argument(
-        "--power-loss", action="store_true", help="crash by power loss: only synced log bytes stay"
+        "--then-fault", choices=list(FAULTS), metavar="FAULT", help="the fault of --then-kill-at's crash"
     )
     p.add_argument("--results", metavar="DIR", help="results folder (default: results/runs/<case>-<time>)")
     target_env(p)

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from chaos import api
-from chaos.cli.options import Commands, notice_polling, positive_int, say, seconds, shard, target_env
+from chaos.case.space import CaseSpace
+from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
 from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
@@ -17,25 +18,28 @@ def sweep(args: argparse.Namespace) -> int:
     notice_polling()
     results = Path(args.results or "results/sweep")
     mine = None if args.mine == "none" else Path(args.mine)
+    space = CaseSpace(
+        faults=tuple(args.fault or ("kill",)),
+        depth=args.depth,
+        budget=args.budget,
+        oracles=tuple(args.oracle),
+        persistence=args.persistence,
+    )
     settings = Settings(
         results=results,
         target_env=dict(args.target_env),
+        space=space,
         jobs=args.jobs,
-        depth=args.depth,
-        budget=args.budget,
         shard=args.shard,
         keep_all=args.keep_all,
         resume=args.resume,
         timeout=args.timeout,
-        power_loss=args.power_loss,
-        two_writers=args.two_writers,
     )
     done = api.sweep(
         args.scenarios,
         args.target,
         settings=settings,
         mine=mine,
-        oracles=args.oracle,
         junit=Path(args.junit) if args.junit else None,
         baseline=Path(args.baseline) if args.baseline else None,
         write_baseline=Path(args.write_baseline) if args.write_baseline else None,
@@ -88,12 +92,7 @@ def add(commands: Commands) -> None:
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
     p.add_argument("--timeout", type=seconds, help="seconds per phase")
-    p.add_argument(
-        "--power-loss", action="store_true", help="every crash a power loss: only synced bytes stay"
-    )
-    p.add_argument(
-        "--two-writers", action="store_true", help="pause each writer at its boundary while another resumes"
-    )
+    faults(p, ("kill",), "at each boundary, a case per fault that lands there")
     p.add_argument("--results", metavar="DIR", help="default: results/sweep")
     p.add_argument(
         "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"

@@ -40,7 +40,7 @@ PROBES = (
 ABORT_PROBE = Scenario(
     prompt="Say hello.",
     turns=[Turn(text="Hello.")],
-    crash=Crash(Boundary("model-request"), "SIGINT"),
+    crash=Crash(Boundary("model-request"), "abort"),
     expect=Expect(outcome="aborted"),
     name="doctor-aborted",
     description="the abort signal with the request in flight: the run ends aborted (by the agent or its resume)",

@@ -36,6 +36,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from chaos.case.run import run_case
+from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
 from chaos.errors import Skipped
 from chaos.explore.strategies import scenarios, size
@@ -76,13 +77,11 @@ class Exploration:
     target: Target
     target_env: dict[str, str]
     results: Path
-    budget: float = 60.0
+    space: CaseSpace  # the faults to draw from, the budget (seconds), the persistence model
     seed: int | None = None
     max_examples: int = 200
     shrink_budget: float = 60.0
     max_failures: int | None = None  # stop once this many distinct failures are found (and shrunk)
-    power_loss: bool = False  # also generate power cuts (needs the tracer)
-    two_writers: bool = False  # also generate paused writers (SIGSTOP; timed by polling)
     cycles: int = 0
     found: dict[str, Found] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -93,6 +92,10 @@ class Exploration:
     _unrun: set[str] = field(default_factory=set)  # first met after the shrink deadline: passes, always
     _known: set[str] = field(default_factory=set)  # failure keys of earlier rounds: passes in this round
     _new: bool = False  # this round found a failure of its own
+
+    @property
+    def budget(self) -> float:
+        return self.space.budget if self.space.budget is not None else 60.0
 
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -123,7 +126,7 @@ class Exploration:
                 return
             folder = self.results / "cases" / f"{self.cycles:05d}"
             try:
-                verdict = run_case(scenario, self.target, self.target_env, folder)
+                verdict = run_case(self.space.scenario(scenario), self.target, self.target_env, folder)
             except Skipped:  # needs what the target does not declare: nothing to find here
                 self._verdicts[known] = None
                 return
@@ -180,7 +183,7 @@ class Exploration:
 
     def _round(self, tools: list[str]) -> bool:
         """One Hypothesis run; False when the budget ended it."""
-        test = given(scenarios(self.target, tools, self.power_loss, self.two_writers))(self._cycle)
+        test = given(scenarios(self.target, tools, self.space.faults))(self._cycle)
         test = settings(
             max_examples=max(1, self.max_examples - self.cycles),
             deadline=None,

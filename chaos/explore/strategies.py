@@ -1,9 +1,9 @@
 """Hypothesis strategies for generated scenarios: model scripts, workspaces, crash plans, changes.
 
 A generated scenario is an ordinary ``Scenario`` (model script, workspace,
-crash, optional crash during recovery, torn tail, SIGINT, configuration
-change) whose expectations are derived from the oracle, so nobody writes its
-expected outcome.
+crash by a fault of the exploration's case space, optional crash during
+recovery, configuration change) whose expectations are derived from the
+oracle, so nobody writes its expected outcome.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from chaos.fault import FAULTS
 from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 
@@ -62,25 +63,23 @@ def _boundary() -> st.SearchStrategy[Boundary]:
     )
 
 
-def _make_crash(boundary: Boundary, signal: str, torn: bool, power_loss: bool) -> Crash:
-    if signal == "SIGSTOP" and boundary.in_flight:
-        signal = "SIGKILL"  # a paused writer is frozen at a durable boundary
-    kill = signal == "SIGKILL"
-    return Crash(boundary, signal, torn and kill and not boundary.in_flight, power_loss and kill)
+def _usable(faults: tuple[str, ...], target: Target) -> list[str]:
+    """The faults the target can take (an abort only where it declares one)."""
+    return [f for f in faults if target.capabilities.abort or "abort" not in FAULTS[f].needs]
 
 
-def _crash(power_loss: bool, two_writers: bool, abort: bool) -> st.SearchStrategy[Crash]:
-    """A crash: mostly SIGKILL, sometimes (where the target aborts on a signal) an abort, a torn tail;
-    with ``two_writers`` also a paused writer with a second one resuming (SIGSTOP), with
-    ``power_loss`` also a power cut."""
-    signals = ["SIGKILL"] * 5 + (["SIGINT"] if abort else []) + (["SIGSTOP"] if two_writers else [])
-    return st.builds(
-        _make_crash,
-        _boundary(),
-        st.sampled_from(signals),
-        st.booleans(),
-        st.booleans() if power_loss else st.just(False),
-    )
+def _crash(usable: list[str]) -> st.SearchStrategy[Crash]:
+    """A crash at a drawn boundary, by a fault of ``usable`` that lands there (mostly a kill where kill
+    is among them)."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Crash:
+        boundary = draw(_boundary())
+        fits = [f for f in usable if FAULTS[f].applies_to(boundary.what) is None] or ["kill"]
+        weighted = fits + ["kill"] * 4 if "kill" in fits else fits  # crashes weigh most
+        return Crash(boundary, draw(st.sampled_from(weighted)))
+
+    return build()
 
 
 CHANGES = [
@@ -97,25 +96,32 @@ CHANGES = [
 ]
 
 
-def _then(crash: Crash) -> st.SearchStrategy[Crash | None]:
-    """A second crash during recovery: none, the same kind again (a crash loop), or an early fact."""
+def _then(crash: Crash, usable: list[str]) -> st.SearchStrategy[Crash | None]:
+    """A second crash during recovery: none, the same kind again (a crash loop), or an early fact; by a
+    fault of ``usable`` that crashes at a durable boundary (a power cut during recovery, too)."""
+    again = [f for f in usable if FAULTS[f].crashes and FAULTS[f].applies_to("stepAttempt") is None]
+    again = again or ["kill"]
     return st.one_of(
         st.none(),
-        st.just(Crash(Boundary(crash.boundary.what, {}, 1))) if not crash.boundary.in_flight else st.none(),
-        st.just(Crash(Boundary("stepAttempt", {}, 1))),
-        st.builds(lambda n: Crash(Boundary("any", {}, n)), st.integers(1, 3)),
+        st.builds(lambda f: Crash(Boundary(crash.boundary.what, {}, 1), f), st.sampled_from(again))
+        if not crash.boundary.in_flight
+        else st.none(),
+        st.builds(lambda f: Crash(Boundary("stepAttempt", {}, 1), f), st.sampled_from(again)),
+        st.builds(lambda n, f: Crash(Boundary("any", {}, n), f), st.integers(1, 3), st.sampled_from(again)),
     )
 
 
 def scenarios(
-    target: Target, tools: list[str], power_loss: bool = False, two_writers: bool = False
+    target: Target, tools: list[str], faults: tuple[str, ...] = ("kill",)
 ) -> st.SearchStrategy[Scenario]:
-    """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes, a change."""
+    """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes by the
+    faults given (as the target can take them), a configuration change."""
 
     @st.composite
     def build(draw: st.DrawFn) -> Scenario:
         turns = draw(st.lists(_turn(tools), min_size=1, max_size=3))
-        crash = draw(_crash(power_loss, two_writers, target.capabilities.abort is not None))
+        usable = _usable(faults, target)
+        crash = draw(_crash(usable))
         return Scenario(
             path=Path("generated.toml"),
             name="generated",
@@ -125,7 +131,7 @@ def scenarios(
             files=FILES,
             turns=[*turns, Turn(text="Finished.")],
             crash=crash,
-            then_crash=draw(_then(crash)),
+            then_crash=draw(_then(crash, usable)),
             start=Configuration(),
             change=draw(st.sampled_from(CHANGES)),
             expect=Expect(derived=True, must_reach=False),

@@ -13,10 +13,16 @@ durable at each moment:
   by appending, the new length (and so the new bytes) is not durable
   (``sync_file_range(2)``).
 
-Modelled: the log file's data. Not modelled: directory entries (a new log
-whose directory was never synced survives here), the other files the agent
-writes, and reordering between files; the README compares this with ALICE and
-CrashMonkey, whose models cover those.
+Modelled: the log file's data, and its directory entry. Under the strict
+POSIX persistence model (the default), a log created during the phase survives
+a power cut only once its directory was synced after it was created (an
+``fsync`` of the directory); under ``ext4-ordered``, a sync of the log makes
+its directory entry durable too (what ext4's ordered journal does in
+practice). After a sync that failed (``fsync-error``), the kernel may have
+dropped the dirty pages: nothing written since the last good sync counts,
+whatever later syncs return. Not modelled: the agent's other files and
+reordering between files; the README compares this with ALICE, CrashMonkey and
+LazyFS, whose models cover those.
 """
 
 from __future__ import annotations
@@ -41,22 +47,42 @@ def _flags(pid: int, fd: int) -> int:
 
 
 class Durability:
-    """Follows one phase's syncs; ``durable`` is the log's durable length, ``at_ledger`` the durable
-    length at each write to the effect ledger (each effect's start and end, in order)."""
+    """Follows one phase's syncs; ``durable`` is the log's durable length (0 while a log created in the
+    phase has no durable directory entry), ``at_ledger`` the durable length at each write to the effect
+    ledger (each effect's start and end, in order)."""
 
-    def __init__(self, log: Callable[[], str | None], ledger: str, start: int) -> None:
-        self.log, self.ledger = log, ledger
-        self.durable = start
+    def __init__(
+        self, log: Callable[[], str | None], ledger: str, start: int, persistence: str = "posix"
+    ) -> None:
+        self.log, self.ledger, self.persistence = log, ledger, persistence
+        self._data = start  # the log's bytes made durable by its syncs
+        self.entry = start > 0  # the log's directory entry is durable (a log the phase found existed)
+        self.dropped = False  # a sync failed: nothing more becomes durable
         self.at_ledger: list[int] = []
         self._syncing: dict[int, str] = {}  # pid -> the file its fsync/fdatasync names
         self._sync_writes: set[int] = set()  # pids writing the log through an O_SYNC/O_DSYNC descriptor
 
+    @property
+    def durable(self) -> int:
+        return self._data if self.entry else 0
+
+    def drop_unsynced(self) -> None:
+        """A sync of the log failed: what was not synced before it never will be (fsync-error)."""
+        self.dropped = True
+
+    def _synced(self) -> None:
+        if self.dropped:
+            return
+        self._data = self._log_size()
+        if self.persistence == "ext4-ordered":
+            self.entry = True
+
     def _log_size(self) -> int:
         path = self.log()
         try:
-            return os.stat(path).st_size if path else self.durable
+            return os.stat(path).st_size if path else self._data
         except FileNotFoundError:
-            return self.durable
+            return self._data
 
     def observe(self, pid: int, tag: int) -> bool:
         """Called at each trap with the process stopped; True asks for a stop when the call returns."""
@@ -64,8 +90,13 @@ class Durability:
             self._syncing[pid] = ptrace.call_file(pid)[1]
         elif tag in (ptrace.SYNC, ptrace.ALL):
             path = self._syncing.pop(pid, None)
-            if ptrace.call_result(pid) == 0 and (tag == ptrace.ALL or path == self.log()):
-                self.durable = self._log_size()
+            log = self.log()
+            if ptrace.call_result(pid) != 0:
+                return False
+            if tag == ptrace.ALL or path == log:
+                self._synced()
+            if log and (tag == ptrace.ALL or path == os.path.dirname(log)):
+                self.entry = True  # the directory, synced with the log in it
         elif tag == ptrace.RANGE:
             self._syncing.pop(pid, None)  # flushes no metadata: an appended log gains nothing
         elif tag in (ptrace.WRITE, ptrace.WRITEV):
@@ -78,5 +109,5 @@ class Durability:
         elif tag == ptrace.AFTER and pid in self._sync_writes:
             self._sync_writes.discard(pid)
             if ptrace.call_result(pid) > 0:
-                self.durable = self._log_size()
+                self._synced()
         return False

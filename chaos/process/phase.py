@@ -51,6 +51,7 @@ class PhaseResult:
     exact: bool | None
     mechanism: str | None
     torn: bool
+    failed_calls: int
     continued: bool
     waited: bool
     signalled: list[int]
@@ -104,6 +105,7 @@ class Phase:
     late_facts: int | None = None
     exact: bool | None = None
     torn: bool = False  # the crash left a torn tail (the next write cut short)
+    failed_calls: int = 0  # the log's system calls a disk fault failed (or cut short)
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited
@@ -162,6 +164,7 @@ class Phase:
             exact=self.exact,
             mechanism=self.mechanism,
             torn=self.torn,
+            failed_calls=self.failed_calls,
             continued=self.continued,
             waited=self.waited,
             signalled=self.kill.signalled,
@@ -246,6 +249,21 @@ def continue_phase(
     return phase
 
 
+class _Arming:
+    """What a fault arms before the phase (``chaos.fault.Arming``): the world's misbehaving answer to
+    the request the trigger catches, the tracer's failing system calls."""
+
+    def __init__(self, world: World, trigger: Trigger, stopper: Stopper) -> None:
+        self.world, self.trigger, self.stopper = world, trigger, stopper
+
+    def misbehave(self, how: str) -> None:
+        assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
+        self.world.server.misbehave(self.trigger.request, how)
+
+    def fail_syscalls(self, how: str) -> None:
+        self.stopper.failing = how
+
+
 def _cut(world: World, durable: int) -> bytes:
     """Truncate the log to its durable length; return what had been written."""
     path, written = world.log_path(), world.log()
@@ -269,27 +287,35 @@ def execute_phase(
     ``on_wait`` is called once if the process comes to wait on something outside itself (a lock a
     paused writer holds, see ``chaos.process.waiting``); the phase goes on when it returns."""
     crash = phase.crash
+    fault = crash.kind if crash is not None else None
     phase.log_before = world.log()
-    power_loss = crash is not None and crash.power_loss
-    if power_loss and ptrace.unavailable() is not None:
+    if fault is not None and fault.traced and ptrace.unavailable() is not None:
         raise UsageError(
-            f"a power-loss crash needs to see the agent's sync calls, and exact kills are unavailable here "
-            f"({ptrace.unavailable()}); chaos does not pretend: run it where ptrace is allowed"
+            f"the {fault.name} fault needs the tracer (to see the agent's syncs, or to fail its system calls), "
+            f"and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: run it "
+            "where ptrace is allowed"
         )
     before = _Before.of(world)
     phase.ledger_before = before.ledger
     trigger = Trigger.arm(world, crash) if crash else None
-    tear = (lambda: str(world.log_path())) if crash and crash.torn else None
-    traps = (trigger is not None and trigger.durable) or power_loss
+    traps = (trigger is not None and trigger.durable) or (fault is not None and fault.traced)
     durability = None
     if traps and ptrace.unavailable() is None:
         start = committed_length(phase.log_before)
-        durability = Durability(lambda: str(world.log_path() or ""), str(world.box.ledger), start)
-    stopper = Stopper(trigger, crash, tear, pause, durability)
+        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
+        durability = Durability(log_path, str(world.box.ledger), start, world.scenario.persistence)
+    abort = world.target.capabilities.abort or "SIGINT"
+    stopper = Stopper(
+        trigger, crash, lambda: str(world.log_path() or ""), signal.Signals[abort], pause, durability
+    )
+    if fault is not None and trigger is not None:
+        fault.arm(_Arming(world, trigger, stopper))
+    if fault is not None and fault.cuts_to_synced and durability is not None:
+        world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
     env = world.env(config, trigger.gates() if trigger else [])
     started = time.monotonic()
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
-    pausing = crash is not None and crash.signal == "SIGSTOP"  # ptrace cannot keep it stopped for another
+    pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
     proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing)
     deadline, exited, handed_on = started + timeout, False, False
     waiting = (
@@ -314,24 +340,26 @@ def execute_phase(
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
         if stopper.choice == "quit":
             raise Interrupted(f"quit at the pause in {phase.name}")
-        handed_on = pausing and stopper.stopped and not exited
+        handed_on = stopper.frozen and not exited
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         stopper.release()
+        world.durable_limit = None
         if handed_on:
             phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
         else:
             if exited and trigger is not None:
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
             phase.kill = proc.reap()
-        if durability is not None and power_loss and stopper.stopped:
-            phase.log_written = _cut(world, durability.durable)  # the power cut: only synced bytes stay
+        if durability is not None and fault is not None and fault.cuts_to_synced and stopper.stopped:
+            phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
     _settle(world, phase, proc, started, exited or handed_on, before)
     if durability is not None:
         phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
-    phase.killed = stopper.stopped and stopper.signum == signal.SIGKILL  # SIGINT: an abort it handles
+    phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
+    phase.failed_calls = stopper.failed
     if phase.killed or handed_on:
         phase.outcome = None
     if trigger is not None:

@@ -254,6 +254,27 @@ def call_result(pid: int) -> int:
     return ctypes.c_long(_SECCOMP.registers(pid)[RESULT[platform.machine()]]).value
 
 
+SYSCALL_NUMBER = {"x86_64": 15}  # orig_rax in NT_PRSTATUS; aarch64 sets it through NT_ARM_SYSTEM_CALL
+NT_ARM_SYSTEM_CALL = 0x404
+
+
+def fail_call(pid: int, errno: int) -> None:
+    """At a seccomp stop (the call's entry): skip the call and make it return ``-errno`` (seccomp(2): a
+    tracer that sets the call number to -1 skips it, and the call returns what the return register
+    holds). The agent sees the error; nothing is written or synced."""
+    assert _SECCOMP is not None
+    machine = platform.machine()
+    regs = _SECCOMP.registers(pid)
+    if machine in SYSCALL_NUMBER:
+        regs[SYSCALL_NUMBER[machine]] = ctypes.c_ulong(-1).value
+    else:
+        number = ctypes.c_int(-1)
+        iov = (ctypes.c_void_p * 2)(ctypes.addressof(number), ctypes.sizeof(number))
+        _SECCOMP.libc.ptrace(PTRACE_SETREGSET, pid, ctypes.c_void_p(NT_ARM_SYSTEM_CALL), iov)
+    regs[RESULT[machine]] = ctypes.c_ulong(-errno).value
+    _SECCOMP.set_registers(pid, regs)
+
+
 def shorten_write(pid: int, count: int) -> None:
     """At a WRITE trap: make the call write only ``count`` bytes (a real torn write by the target)."""
     assert _SECCOMP is not None

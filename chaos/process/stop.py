@@ -7,24 +7,29 @@ world holds exactly (the model server keeps a request, or a streamed answer
 after its first events; a ledger gate keeps an effect). A ``Stopper`` then
 decides, at every trap (``at_trap``, durable boundaries) or tick of the phase
 loop (``tick``, world-held ones), and carries the stop out through one path,
-``fire``: SIGKILL the whole tree, deliver SIGINT, or freeze the tree with
-SIGSTOP; optionally after a person decided at a pause, or after letting the
-next write to the log through half-way (a torn tail).
+``fire``, which asks the case's fault (``chaos.fault``) what to do and offers
+it the mechanisms: kill the whole tree, deliver the target's abort signal,
+freeze the tree for a second writer, tear the next write, abort then kill at
+the next fact, or let the process go on while the world misbehaves (a model
+server's answer; the log's writes or syncs failing from here, through the
+tracer); optionally after a person decided at a pause.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chaos.fault import FAULTS
 from chaos.process import ptrace
 from chaos.process.durability import Durability
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
-from chaos.scenario.model import Crash
+from chaos.scenario.model import Boundary, Crash
 from chaos.world.ledger import read_ledger
 from chaos.world.world import World
 
@@ -107,25 +112,33 @@ class Trigger:
 
 
 class Stopper:
-    """Decides at each trap or tick whether to stop the target, and stops it (one path: ``fire``)."""
+    """Decides at each trap or tick whether the boundary is reached, and carries out the case's fault
+    there (one path: ``fire``). It is the fault's ``Stop``: the mechanisms a fault may ask for."""
 
     def __init__(
         self,
         trigger: Trigger | None,
         crash: Crash | None,
-        tear_log: Callable[[], str] | None,
+        log: Callable[[], str],
+        abort_signal: int,
         pause: Decide | None,
         durability: Durability | None = None,
     ) -> None:
         self.trigger, self.pause, self.durability = trigger, pause, durability
-        self.signum = signal.Signals[crash.signal] if crash is not None else signal.SIGKILL
-        self.tear_log = tear_log  # the log's path, when the crash tears its next write
+        self.fault = crash.kind if crash is not None else FAULTS["kill"]
+        self.log = log  # the log's path now ("" before it exists)
+        self.abort_signal = abort_signal
         self.proc: TracedProcess | None = None
-        self.stopped = False  # the stop was carried out
+        self.stopped = False  # the boundary was reached and the fault carried out
+        self.killed = False  # the tree got SIGKILL: a crash
+        self.frozen = False  # the tree was frozen for a second writer
         self.torn = False  # a write to the log was cut short before the kill
+        self.failing = ""  # enospc / eio / short: the log's system calls fail this way once stopped
+        self.failed = 0  # system calls failed (or cut short) so far
         self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
         self.choice = ""  # at a pause: kill / continue / quit
         self._tearing = False
+        self._next_fact: Watch | None = None  # abort then kill: the next fact the agent commits
         self._lock = threading.Lock()
         self._asking = threading.Event()  # the tracer thread waits at the boundary for a person
         self._answered = threading.Event()
@@ -137,30 +150,73 @@ class Stopper:
     def continued(self) -> bool:
         return self.choice == "continue"
 
+    # -- the mechanisms a fault asks for (chaos.fault.Stop) --------------------------------------------
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.killed = True
+        self.proc.kill()
+
+    def abort(self) -> None:
+        assert self.proc is not None
+        self.proc.signal(self.abort_signal)
+
+    def freeze(self) -> None:
+        assert self.proc is not None
+        self.frozen = True
+        self.proc.signal_group(signal.SIGSTOP)  # the whole tree frozen, as a paused machine
+
+    def tear(self) -> None:
+        assert self.proc is not None
+        if self.proc.exact:
+            self._tearing = True  # the next write to the log goes through half-way, then the kill
+        else:
+            self.kill()
+
+    def abort_then_kill(self) -> None:
+        assert self.trigger is not None and self.trigger.watch is not None
+        self._next_fact = Watch(self.trigger.watch.log_glob, Boundary("any"))
+        self._next_fact.skip_existing()
+        self.abort()
+
+    def go_on(self) -> None:
+        """The process goes on: the world's fault (armed before the phase) does the rest."""
+
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
         asked = self.durability.observe(pid, tag) if self.durability is not None else False
+        if self.failing and self.stopped:
+            return self._fail(pid, tag) or asked
         if tag == ptrace.SYNC_ENTRY:
             return asked  # a sync is judged when it returns, once the bytes are durable
+        if self._next_fact is not None:
+            return self._kill_at_next_fact()
         return self._judge(pid, tag) or asked
 
     def _judge(self, pid: int, tag: int) -> bool:
+        if self.stopped and self._tearing:
+            return self._tear(pid, tag)
         if self.stopped or self.continued or self.trigger is None or not self.trigger.durable:
             return False
-        if self._tearing:
-            return self._tear(pid, tag)
         if not self.trigger.reached():
             return False
         if self.pause is not None:
             self._hold_for_decision()
             if self.choice != "kill":
                 if self.choice == "quit":
-                    self.fire()
+                    self.kill()
+                    self.stopped = True
                 return False
-        if self.tear_log is not None and self.proc is not None and self.proc.exact:
-            self._tearing = True
-            return self._tear(pid, tag)
         self.fire()
+        if self._tearing:
+            return self._tear(pid, tag)
+        if self.failing:
+            return self._fail(pid, tag)  # the write that trapped is the first to fail
+        return False
+
+    def _kill_at_next_fact(self) -> bool:
+        assert self._next_fact is not None
+        if self._next_fact.poll() and not self.killed:
+            self.kill()
         return False
 
     def _hold_for_decision(self) -> None:
@@ -177,16 +233,41 @@ class Stopper:
     def _tear(self, pid: int, tag: int) -> bool:
         """Let the next write to the log through half-done, then kill: a real torn tail."""
         if tag == ptrace.AFTER:
-            self.torn = True
-            self.fire()
+            self.torn, self._tearing = True, False
+            self.kill()
             return False
-        if tag == ptrace.WRITE and self.tear_log is not None:
+        if tag == ptrace.WRITE:
             path, count = ptrace.written_file(pid)
-            if path == self.tear_log() and count > 1:
+            if path == self.log() and count > 1:
                 ptrace.shorten_write(pid, count // 2)
                 return True
         if tag == ptrace.EXIT:
-            self.fire()  # the target is ending with no later write to tear
+            self._tearing = False
+            self.kill()  # the target is ending with no later write to tear
+        return False
+
+    def _fail(self, pid: int, tag: int) -> bool:
+        """A disk fault, from the boundary on: the log's writes fail with ENOSPC, its next sync with EIO,
+        or its next write comes back short. The call is not made (or cut); the agent sees the error."""
+        if (
+            tag not in (ptrace.WRITE, ptrace.WRITEV, ptrace.SYNC_ENTRY)
+            or ptrace.call_file(pid)[1] != self.log()
+        ):
+            return False
+        if self.failing == "enospc" and tag != ptrace.SYNC_ENTRY:
+            ptrace.fail_call(pid, errno.ENOSPC)
+        elif self.failing == "eio" and tag == ptrace.SYNC_ENTRY and not self.failed:
+            ptrace.fail_call(pid, errno.EIO)
+            if self.durability is not None:
+                self.durability.drop_unsynced()  # the kernel may drop the dirty pages: nothing more counts
+        elif self.failing == "short" and tag == ptrace.WRITE and not self.failed:
+            count = ptrace.written_file(pid)[1]
+            if count < 2:
+                return False
+            ptrace.shorten_write(pid, count // 2)
+        else:
+            return False
+        self.failed += 1
         return False
 
     # -- the phase loop: world-held boundaries and decisions ---------------------------------------
@@ -195,6 +276,9 @@ class Stopper:
             assert self.pause is not None
             self.choice = self.pause()
             self._answered.set()
+            return
+        if self._next_fact is not None and not self.proc_exact:
+            self._kill_at_next_fact()  # polled: the next fact is looked for at every tick
             return
         trigger = self.trigger
         if self.stopped or self.continued or trigger is None or trigger.durable or not trigger.reached():
@@ -206,6 +290,10 @@ class Stopper:
             return
         self.fire()
 
+    @property
+    def proc_exact(self) -> bool:
+        return self.proc is not None and self.proc.exact
+
     # -- the one stop path ---------------------------------------------------------------------------
     def fire(self) -> None:
         with self._lock:
@@ -214,12 +302,7 @@ class Stopper:
             if self.trigger is not None and not self.trigger.durable:
                 self.held_at_stop = self.trigger.held()
             self.stopped = True
-            if self.signum == signal.SIGKILL:
-                self.proc.kill()
-            elif self.signum == signal.SIGSTOP:
-                self.proc.signal_group(signal.SIGSTOP)  # the whole tree frozen, as a paused machine
-            else:
-                self.proc.signal(self.signum)
+            self.fault.stop(self)
 
     def release(self) -> None:
         """Unblock a tracer thread waiting for a decision (chaos is stopping)."""

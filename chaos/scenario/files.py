@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 import tomli_w
 
 from chaos.errors import SpecError
+from chaos.fault import FAULTS
 from chaos.scenario.model import (
     BLOCKED_REASONS,
     FINISH,
     KINDS,
     OPERATIONS,
     OUTCOMES,
-    SIGNALS,
+    PERSISTENCE,
     Boundary,
     Configuration,
     Crash,
@@ -44,9 +45,16 @@ def _built(table: Table, key: str | None, make: Callable[[], T]) -> T:
         return table.fail(key, str(err))  # type: ignore[no-any-return]
 
 
+LEGACY = {"signal": 'fault = "abort" (SIGINT) or fault = "pause" (SIGSTOP)', "torn": 'fault = "torn"'}
+LEGACY["power_loss"] = 'fault = "power-loss"'
+
+
 def _crash(table: Table) -> Crash | None:
     if not table.data:
         return None
+    for key, instead in LEGACY.items():
+        if key in table.data:
+            table.fail(key, f"a crash names its fault now: write {instead}")
     at = table.take("at", str)
     where_table = table.table("where")
     where = dict(where_table.data)
@@ -54,13 +62,7 @@ def _crash(table: Table) -> Crash | None:
     if effect is not None:
         where = {**where, "effect": effect}
     nth = table.integer("nth", 1, 1, 1_000_000, "an occurrence")
-    signal = table.choice("signal", SIGNALS, "SIGKILL")
-    torn = table.take("torn", bool, False)
-    if torn and signal != "SIGKILL":
-        table.fail("torn", "a torn tail comes from a SIGKILL mid-write; drop signal or torn")
-    power_loss = table.take("power_loss", bool, False)
-    if power_loss and signal != "SIGKILL":
-        table.fail("power_loss", "a power loss stops the machine; drop signal or power_loss")
+    fault = table.choice("fault", tuple(FAULTS), "kill")
     table.done()
     if at not in KINDS:
         table.fail("at", f"{at!r} is not a boundary; use one of: {', '.join(KINDS)}")
@@ -69,7 +71,7 @@ def _crash(table: Table) -> Crash | None:
     ):  # each filter alone, so an error points at its own field
         _built(where_table, key, lambda k=key, v=value: Boundary(at, {k: v}, nth))  # type: ignore[misc]
     boundary = _built(table, "where", lambda: Boundary(at, where, nth))
-    return _built(table, "torn", lambda: Crash(boundary, signal, torn, power_loss))
+    return _built(table, "fault", lambda: Crash(boundary, fault))
 
 
 def _configuration(table: Table) -> Configuration:
@@ -174,6 +176,7 @@ def load_scenario(path: Path) -> Scenario:
         "operation": top.choice("operation", OPERATIONS, "run"),
         "timeout": top.number("timeout", 60.0, 0.0, exclusive=True),
         "requires": tuple(top.strings("requires", [])),
+        "persistence": top.choice("persistence", PERSISTENCE, "posix"),
     }
     top.done()
     if not values["turns"]:
@@ -198,12 +201,8 @@ def _crash_document(c: Crash) -> dict[str, Any]:
     out: dict[str, Any] = {"at": c.boundary.what, "nth": c.boundary.nth}
     if c.boundary.where:
         out["where"] = dict(c.boundary.where)
-    if c.signal != "SIGKILL":
-        out["signal"] = c.signal
-    if c.torn:
-        out["torn"] = True
-    if c.power_loss:
-        out["power_loss"] = True
+    if c.fault != "kill":
+        out["fault"] = c.fault
     return out
 
 
@@ -275,6 +274,8 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
     doc["timeout"] = scenario.timeout
     if scenario.requires:
         doc["requires"] = list(scenario.requires)
+    if scenario.persistence != "posix":
+        doc["persistence"] = scenario.persistence
     doc["expect"] = _expect_document(scenario.expect)
     return doc
 

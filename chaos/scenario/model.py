@@ -21,6 +21,8 @@ from typing import Any
 from chaos.contract import shapes
 from chaos.contract.kinds import ENTRIES, RECORDS, kind_of
 from chaos.contract.shapes import USAGE_KEYS
+from chaos.fault import Fault
+from chaos.fault import fault as fault_named
 
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
@@ -33,10 +35,12 @@ BLOCKED_REASONS = (
     "replay_declaration_changed",
     "attempts_exhausted",
 )
-SIGNALS = ("SIGKILL", "SIGINT", "SIGSTOP")
 FINISH = ("stop", "tool_calls", "length")
 OPERATIONS = ("run", "compaction")
 NEEDS = ("abort", "streaming", "compaction")  # and tool:NAME
+# What a power cut keeps of a file created since its directory was last synced: nothing (posix: its
+# directory entry is not durable), or the entry with the file's synced data (ext4's ordered journal).
+PERSISTENCE = ("posix", "ext4-ordered")
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 
@@ -136,38 +140,25 @@ class Boundary:
 
 @dataclass(frozen=True)
 class Crash:
-    """Where to stop the agent, and how: SIGKILL (a crash), SIGINT (an abort the agent handles), or
-    SIGSTOP (a pause: a second process resumes the session while the first is frozen, then the first
-    goes on; the contract allows one writer).
-
-    ``torn``: the next write to the log after the boundary goes through half-way,
-    then the SIGKILL lands (a real torn tail, written by the agent itself).
-    ``power_loss``: after the SIGKILL the log is cut back to the bytes the agent
-    made durable by its own sync calls (what a power cut would keep).
-    """
+    """Where a case strikes, and how: ``fault`` names a fault of ``chaos.fault.FAULTS`` (``kill``, the
+    default, a SIGKILL; ``abort``; ``torn``; ``power-loss``; ``pause``; disk and network faults)."""
 
     boundary: Boundary
-    signal: str = "SIGKILL"
-    torn: bool = False
-    power_loss: bool = False
+    fault: str = "kill"
 
     def __post_init__(self) -> None:
         if isinstance(self.boundary, str):
             object.__setattr__(self, "boundary", Boundary.parse(self.boundary))
-        if self.signal not in SIGNALS:
-            raise ValueError(f"signal {self.signal!r} is not one of {', '.join(SIGNALS)}")
-        if self.torn and (self.signal != "SIGKILL" or self.boundary.in_flight):
-            raise ValueError("a torn tail comes from a SIGKILL mid-write at a durable boundary")
-        if self.power_loss and self.signal != "SIGKILL":
-            raise ValueError("a power loss stops the machine: it takes signal SIGKILL")
-        if self.signal == "SIGSTOP" and self.boundary.in_flight:
-            raise ValueError("a paused writer is frozen at a durable boundary; in-flight ones need the world")
+        why = fault_named(self.fault).applies_to(self.boundary.what)
+        if why:
+            raise ValueError(why)
+
+    @property
+    def kind(self) -> Fault:
+        return fault_named(self.fault)
 
     def __str__(self) -> str:
-        extra = [self.signal] if self.signal != "SIGKILL" else []
-        extra += ["torn tail"] if self.torn else []
-        extra += ["power loss"] if self.power_loss else []
-        return f"{self.boundary} ({', '.join(extra)})" if extra else str(self.boundary)
+        return str(self.boundary) if self.fault == "kill" else f"{self.boundary} ({self.fault})"
 
 
 def call(name: str, arguments: dict[str, Any] | str | None = None, **fields: Any) -> dict[str, Any]:
@@ -309,9 +300,8 @@ class Scenario:
     target: str = "reference"
     operation: str = "run"  # or "compaction": run the prompt to its end, then crash the target's compact
     timeout: float = 60.0  # seconds per phase
-    requires: tuple[
-        str, ...
-    ] = ()  # capabilities beyond the contract: abort, streaming, compaction, tool:NAME
+    requires: tuple[str, ...] = ()  # beyond the contract: abort, streaming, compaction, tool:NAME
+    persistence: str = "posix"  # what a power cut keeps of a new file's directory entry (or ext4-ordered)
     path: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -327,17 +317,18 @@ class Scenario:
         if problem:
             raise ValueError(f"files: {problem}")
         object.__setattr__(self, "requires", tuple(self.requires))
+        if self.persistence not in PERSISTENCE:
+            raise ValueError(f"persistence {self.persistence!r} is not one of {', '.join(PERSISTENCE)}")
         unknown = [need for need in self.requires if need not in NEEDS and not need.startswith("tool:")]
         if unknown:
             raise ValueError(f"requires: {unknown[0]!r} is not one of {', '.join(NEEDS)}, tool:NAME")
 
     def needs(self) -> list[str]:
         """What running this scenario as it stands asks of a target beyond the contract: what it declares
-        it requires, an abort for a SIGINT crash, compaction, a streamed answer to crash in."""
+        it requires, what its faults need (an abort), compaction, a streamed answer to crash in."""
         needs = list(self.requires)
         crashes = [c for c in (self.crash, self.then_crash) if c is not None]
-        if any(c.signal == "SIGINT" for c in crashes):
-            needs.append("abort")
+        needs += [need for c in crashes for need in c.kind.needs]
         if any(c.boundary.what == "model-stream" for c in crashes):
             needs.append("streaming")
         if self.operation == "compaction":
@@ -348,7 +339,7 @@ class Scenario:
         """Why a crash of this scenario can never be reached, as its own script shows (a tool it never
         calls, a length stop it never makes, an effect no file performs), or None when it may be."""
         names = sorted({c["name"] for turn in self.turns for c in turn.tool_calls})
-        aborts = any(c.signal == "SIGINT" for c in (self.crash, self.then_crash) if c is not None)
+        aborts = any("abort" in c.kind.needs for c in (self.crash, self.then_crash) if c is not None)
         for crash in (self.crash, self.then_crash):
             if crash is None:
                 continue

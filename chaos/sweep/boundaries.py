@@ -7,7 +7,7 @@ from chaos.case.verdict import Verdict
 from chaos.contract.reading import reduced
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary
 from chaos.sweep.settings import Settings
 
 
@@ -39,10 +39,10 @@ def children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
     return []
 
 
-def child(case: Case, boundary: str, settings: Settings) -> Case:
-    at = Boundary.parse(boundary)
-    signal = "SIGSTOP" if settings.two_writers and not at.in_flight else "SIGKILL"
-    crash = Crash(at, signal, power_loss=settings.power_loss and signal == "SIGKILL")
+def child_cases(case: Case, boundary: str, settings: Settings) -> list[Case]:
+    """The cases at ``boundary`` of ``case``'s clean run (or, depth 2, of its first recovery): one per
+    fault of the space that can land there, on the scenario as written (power cuts during recovery too)."""
+    crashes = settings.space.crashes_at(Boundary.parse(boundary))
     if case.crash is None:
-        return Case(case.scenario, case.target, crash)
-    return Case(case.scenario, case.target, case.crash, crash)
+        return [Case(case.scenario, case.target, crash) for crash in crashes]
+    return [Case(case.scenario, case.target, case.crash, crash) for crash in crashes]

@@ -30,7 +30,7 @@ from chaos.process import phase as phases
 from chaos.report.html import view_of
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
-from chaos.sweep.boundaries import child, children
+from chaos.sweep.boundaries import child_cases, children
 from chaos.sweep.settings import Settings
 from chaos.triage.failure import failure_of, size
 
@@ -52,7 +52,7 @@ class Sweep:
         return self.settings.results / "sweep.jsonl"
 
     def over_budget(self) -> bool:
-        budget = self.settings.budget
+        budget = self.settings.space.budget
         return budget is not None and time.monotonic() - self.started > budget
 
     def folder(self, case: Case) -> Path:
@@ -71,7 +71,8 @@ class Sweep:
         folder = self.folder(case)
         s = self.settings
         try:
-            verdict = run_case(case.as_run, case.target, s.target_env, folder, s.timeout, hooks=self.hooks)
+            scenario = s.space.scenario(case.as_run)
+            verdict = run_case(scenario, case.target, s.target_env, folder, s.timeout, hooks=self.hooks)
         except Skipped as why:
             result = CaseResult(
                 case.id,
@@ -87,7 +88,7 @@ class Sweep:
             failure = failure_of(verdict)
             result = verdict.result().with_(
                 case=case.id,
-                next=[str(b) for b in children(case, verdict, s.depth)],
+                next=[str(b) for b in children(case, verdict, s.space.depth)],
                 reported=case.in_shard(s.shard),  # clean runs run in every shard, count in one
                 view=view_of(verdict),
                 failure=failure.record() if failure else None,
@@ -143,7 +144,7 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     ]
     queue += [case for case in written if case.in_shard(s.shard)]
     total, done = len(queue), 0
-    parents = {id(case) for case in queue if case.crash is None or s.depth >= 2}  # may add cases
+    parents = {id(case) for case in queue if case.crash is None or s.space.depth >= 2}  # may add cases
     with ThreadPoolExecutor(max_workers=s.jobs, thread_name_prefix="chaos-case") as pool:
         try:
             while queue or pending:
@@ -162,9 +163,9 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     result = future.result()
                     done += 1
                     parents.discard(id(case))
-                    more = [child(case, boundary, s) for boundary in result.next]
+                    more = [c for boundary in result.next for c in child_cases(case, boundary, s)]
                     more = [c for c in more if c.in_shard(s.shard)]
-                    if s.depth >= 2:
+                    if s.space.depth >= 2:
                         parents |= {id(c) for c in more if c.then_crash is None}
                     queue += more
                     total += len(more)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chaos.case.space import CaseSpace
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -12,12 +14,9 @@ class Settings:
 
     results: Path = Path("results/sweep")
     target_env: dict[str, str] = field(default_factory=dict)
+    space: CaseSpace = field(default_factory=CaseSpace)  # faults, depth, budget, oracles
     jobs: int = 1
-    depth: int = 1
-    budget: float | None = None
     shard: tuple[int, int] = (1, 1)
     keep_all: bool = False
     resume: bool = False
     timeout: float | None = None
-    power_loss: bool = False  # every crash case is a power loss, not only a process death
-    two_writers: bool = False  # every durable crash case pauses the writer while a second one resumes

@@ -24,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from chaos.scenario.model import Turn
+from chaos.world.misbehave import answer_badly
 from chaos.world.protocols import PROTOCOLS, Answer, Protocol, Rejected
 
 COMPACTION_MARKER = "Summarize the conversation"
@@ -46,6 +47,7 @@ class Request:
     status: int | None = None  # the answer's HTTP status (None: never answered)
     billed: dict[str, int] | None = None  # the usage a successful answer carried, in the contract's terms
     protocol: str = ""
+    fault: str | None = None  # how a network fault made the server answer it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class Request:
             "status": self.status,
             "billed": self.billed,
             "protocol": self.protocol,
+            "fault": self.fault,
         }
 
 
@@ -136,6 +139,7 @@ class ModelServer:
         self._lock = threading.Condition()
         self._released: set[int] = set()
         self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
+        self._misbehave: dict[int, str] = {}  # request number -> how a network fault answers it
         self._released_numbers: set[int] = set()
         self._answered: set[int] = set()  # request numbers whose answer started
         # streamed answer number (1-based) -> chunks sent before holding
@@ -174,6 +178,12 @@ class ModelServer:
         """Keep the ``number``-th request (1-based, over the server's life) in flight until released."""
         with self._lock:
             self._held_numbers.add(number)
+
+    def misbehave(self, number: int, how: str) -> None:
+        """Answer the ``number``-th request (1-based) ``how`` (``chaos.world.misbehave.WAYS``), not held."""
+        with self._lock:
+            self._held_numbers.discard(number)
+            self._misbehave[number] = how
 
     def hold_stream(self, number: int, chunks: int) -> None:
         """Hold the ``number``-th streamed answer (1-based) after its first ``chunks`` chunks."""
@@ -281,6 +291,12 @@ class ModelServer:
         usage = scripted.usage or default_usage(turn)
         answer = protocol.answer(scripted, turn, conversation, usage)
         request.status, request.billed = 200, protocol.billed(usage)
+        how = self._misbehave.get(number)
+        if how is not None:
+            request.fault = how
+            if not answer_badly(handler, how, answer, conversation.stream, lambda: self._closing):
+                request.status, request.billed = None, None  # never delivered whole: nothing billed
+            return
         if conversation.stream:
             self._stream(handler, protocol, answer)
         else:

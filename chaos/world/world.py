@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,9 @@ class World:
     box: Sandbox
     server: ModelServer
     extra_env: dict[str, str]  # --target-env: for every phase, over everything else
+    # what a power cut would keep of the log now (a phase with such a fault sets it): requests are
+    # judged against that, not against bytes a power cut would lose
+    durable_limit: Callable[[], int] | None = None
 
     @property
     def log_glob(self) -> str:
@@ -61,6 +65,8 @@ class World:
         was on its way: an abort, a timeout). And the line the reducer rejects, where the log is corrupt
         (nothing after it is durable)."""
         log = self.log()
+        if self.durable_limit is not None:
+            log = log[: self.durable_limit()]
         reducer = Reducer.of(log)
         rejected = reducer.error.line if reducer.error is not None else None
         attempt: str | None = None

@@ -150,6 +150,7 @@ class Session {
     const file = path.join(workspace, SESSIONS, `${id}.jsonl`);
     Session.lock(file);
     const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+    if (!BUGS.has("no-fsync")) syncDirectory(path.dirname(file)); // a new file's entry is durable only once synced
     const header = { kind: "header", version: 2, id, createdAt: Date.now(), cwd: workspace, provider: "openai", model: cfg.model, environmentIdentity: identity };
     const session = new Session(file, fd, newState(header));
     session.writeLine(header);
@@ -193,6 +194,15 @@ class Session {
     });
     this.writeLine(facts.length === 1 ? facts[0] : facts);
     for (const fact of facts) applyFact(this.state, fact);
+  }
+}
+
+function syncDirectory(dir) {
+  const dfd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(dfd);
+  } finally {
+    fs.closeSync(dfd);
   }
 }
 

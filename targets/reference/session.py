@@ -31,6 +31,14 @@ class SessionBusy(SessionUnusable):
 SESSIONS = Path(".tiny-agent") / "sessions"
 
 
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class SessionFile:
     def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True, split: bool = False) -> None:
         self.path, self.fd, self.sync = path, fd, sync  # sync False: the no-fsync bug switch
@@ -63,6 +71,8 @@ class SessionFile:
         )
         if lock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if sync:  # a new file survives a power cut only once its directory entry is synced (POSIX)
+            _sync_directory(directory)
         session = cls(path, fd, reducer, sync, split)
         session._write(
             session.writer.header(str(workspace), provider, model, environment_identity, session_id)
@@ -120,10 +130,15 @@ class SessionFile:
         self._write(line)
 
     def _write(self, line: bytes) -> None:
-        if os.write(self.fd, line) != len(line):
-            raise SessionUnusable("short write to the session log")
-        if self.sync:
-            os.fdatasync(self.fd)
+        """One line, then fdatasync; a write or sync that fails ends the session here (after a failed
+        sync the kernel may have dropped the bytes: nothing may be built on them)."""
+        try:
+            if os.write(self.fd, line) != len(line):
+                raise SessionUnusable("short write to the session log")
+            if self.sync:
+                os.fdatasync(self.fd)
+        except OSError as err:
+            raise SessionUnusable(f"cannot write the session log: {err.strerror}") from None
 
     def close(self) -> None:
         os.close(self.fd)

@@ -1,0 +1,50 @@
+"""Faults: what a case does at its boundary, one implementation of one small interface each, in one
+registry (etcd's ``tests/robustness/failpoint/``). Adding a fault is one module and one line below;
+``tests/test_faults.py`` holds every registered fault to a scenario, a row of the fault table, a CLI
+spelling and a README row."""
+
+from __future__ import annotations
+
+from chaos.fault.abort import Abort
+from chaos.fault.abort_then_kill import AbortThenKill
+from chaos.fault.base import IN_FLIGHT, Arming, Fault, Stop
+from chaos.fault.disk_full import DiskFull
+from chaos.fault.fsync_error import FsyncError
+from chaos.fault.kill import Kill
+from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
+from chaos.fault.pause import Pause
+from chaos.fault.power_loss import PowerLoss
+from chaos.fault.short_write import ShortWrite
+from chaos.fault.torn import Torn
+
+FAULTS: dict[str, Fault] = {
+    fault.name: fault
+    for fault in (
+        Kill(),
+        Abort(),
+        Torn(),
+        PowerLoss(),
+        Pause(),
+        AbortThenKill(),
+        DiskFull(),
+        FsyncError(),
+        ShortWrite(),
+        Reset(),
+        CutStream(),
+        Duplicate(),
+        Hang(),
+        InvalidJson(),
+        Trickle(),
+    )
+}
+
+
+def fault(name: str) -> Fault:
+    """The registered fault of that name, or ValueError listing them."""
+    found = FAULTS.get(name)
+    if found is None:
+        raise ValueError(f"{name!r} is not a fault; use one of: {', '.join(FAULTS)}")
+    return found
+
+
+__all__ = ["FAULTS", "IN_FLIGHT", "Arming", "Fault", "Stop", "fault"]

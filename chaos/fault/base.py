@@ -1,0 +1,89 @@
+"""The ``Fault`` interface: one kind of trouble a case inflicts at its boundary (after etcd's failpoints).
+
+A fault is policy; the engine offers the mechanisms through the small protocols below, so a fault module
+says *what* happens and *when*, never *how* a process is stopped or a syscall is failed:
+
+- where it applies (``applies_to``): durable boundaries (a committed fact), in-flight ones (a model
+  request or an effect the world holds), or only model requests;
+- what the target must declare (``needs``: an abort on a signal), and whether it needs the tracer
+  (``traced``: to see syncs, or to fail a system call);
+- what it does at the boundary (``stop``): kill the tree, deliver the abort signal, freeze the writer
+  for a second one, let the next write through half-way, or let the process go on while the world
+  misbehaves;
+- what it arms before the phase (``arm``: the model server's misbehaviour, a system call to fail);
+- what it does to the log once the process is gone (``keeps``: what a power cut keeps);
+- which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching.
+
+``Crash(boundary, fault)`` names a fault by its registry name, which is also its spelling on the command
+line (``--fault NAME``) and in a scenario file (``fault = "NAME"``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol
+
+IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
+
+
+class Stop(Protocol):
+    """What a fault may do to the target at its boundary (the stop policy carries it out)."""
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree now: a crash."""
+
+    def abort(self) -> None:
+        """Deliver the target's abort signal to it (it handles it itself)."""
+
+    def freeze(self) -> None:
+        """SIGSTOP the whole tree and hand it on: a second writer resumes meanwhile."""
+
+    def tear(self) -> None:
+        """Let the next write to the log through half-way, then kill: a torn tail the agent wrote."""
+
+    def abort_then_kill(self) -> None:
+        """Deliver the abort signal, then kill at the next fact the agent commits."""
+
+    def go_on(self) -> None:
+        """No stop: the fault is the world's (the model server's answer, a failing disk)."""
+
+
+class Arming(Protocol):
+    """What a fault may arm in the world before the phase."""
+
+    def misbehave(self, how: str) -> None:
+        """The model server answers the held request this way instead (reset, cut-stream, ...)."""
+
+    def fail_syscalls(self, how: str) -> None:
+        """The tracer fails the log's writes or syncs this way from the boundary on (enospc, ...)."""
+
+
+class Fault:
+    name: ClassVar[str]  # the registry key; --fault NAME; fault = "NAME"
+    summary: ClassVar[str]  # one line: what it models
+    places: ClassVar[str] = "durable"  # durable | in-flight | model-request | anywhere
+    needs: ClassVar[tuple[str, ...]] = ()  # capabilities the target must declare
+    traced: ClassVar[bool] = False  # needs the tracer (it sees syncs, or fails system calls)
+    enables: ClassVar[tuple[str, ...]] = ()  # checks this fault makes meaningful
+    crashes: ClassVar[bool] = True  # the process is gone at the boundary, and a resume recovers
+    cuts_to_synced: ClassVar[bool] = False  # once the process is gone, the log keeps only synced bytes
+    hands_on: ClassVar[bool] = False  # the frozen writer is handed on, to be let go on after a second
+
+    def applies_to(self, what: str) -> str | None:
+        """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""
+        in_flight = what in IN_FLIGHT
+        if self.places == "durable" and in_flight:
+            return f"{self.name} lands at a durable boundary (a committed fact), not at {what}"
+        if self.places == "in-flight" and not in_flight:
+            return f"{self.name} lands at an in-flight boundary ({', '.join(IN_FLIGHT)}), not at {what}"
+        if self.places == "model-request" and what != "model-request":
+            return f"{self.name} lands at a model-request boundary, not at {what}"
+        return None
+
+    def arm(self, arming: Arming) -> None:
+        """Before the phase: nothing, for a fault that only stops the target."""
+
+    def stop(self, stop: Stop) -> None:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name

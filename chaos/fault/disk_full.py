@@ -1,0 +1,22 @@
+"""``disk-full``: from the boundary on, every write to the session log fails with ENOSPC (the call is not
+made; the agent sees the error). The process is not killed: it must stop by itself without acting on a
+fact that did not become durable (no effect, no request, no later fact built on it). The disk has room
+again for the resume."""
+
+from __future__ import annotations
+
+from chaos.fault.base import Arming, Fault, Stop
+
+
+class DiskFull(Fault):
+    name = "disk-full"
+    summary = "from the boundary on, the log's writes fail with ENOSPC; the agent must stop by itself"
+    traced = True
+    crashes = False
+    enables = ("intent-before-effect", "requests-attempted", "final-reduces")
+
+    def arm(self, arming: Arming) -> None:
+        arming.fail_syscalls("enospc")
+
+    def stop(self, stop: Stop) -> None:
+        stop.go_on()

@@ -1,0 +1,23 @@
+"""``fsync-error``: the next ``fsync``/``fdatasync`` of the log after the boundary fails with EIO, and, as
+the kernel may (the lesson PostgreSQL learned in 2018), the dirty pages are dropped: once the process is
+gone the log keeps only what was synced before the error. After a failed sync an agent must not trust
+the unsynced bytes: no effect, no request built on them."""
+
+from __future__ import annotations
+
+from chaos.fault.base import Arming, Fault, Stop
+
+
+class FsyncError(Fault):
+    name = "fsync-error"
+    summary = "the next sync of the log fails with EIO and its unsynced bytes are dropped"
+    traced = True
+    crashes = False
+    cuts_to_synced = True
+    enables = ("intent-synced", "requests-attempted")
+
+    def arm(self, arming: Arming) -> None:
+        arming.fail_syscalls("eio")
+
+    def stop(self, stop: Stop) -> None:
+        stop.go_on()

@@ -1,0 +1,19 @@
+"""``power-loss``: the machine stops. After the SIGKILL the log keeps only what the agent's own syncs made
+durable (``chaos.process.durability``), and, under the strict POSIX persistence model, a log created
+since the last sync of its directory is lost whole. Effects are judged against the synced log."""
+
+from __future__ import annotations
+
+from chaos.fault.base import Fault, Stop
+
+
+class PowerLoss(Fault):
+    name = "power-loss"
+    summary = "a power cut: SIGKILL, then only the log's synced bytes (and synced directory entry) stay"
+    places = "anywhere"
+    traced = True
+    cuts_to_synced = True
+    enables = ("intent-synced", "prefix-reduces")
+
+    def stop(self, stop: Stop) -> None:
+        stop.kill()
