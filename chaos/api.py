@@ -103,8 +103,9 @@ class SweepResult:
 
     @property
     def ok(self) -> bool:
-        """No failure but the known ones (all failures, without a baseline), and not interrupted."""
-        return not self.summary.new and not self.interrupted
+        """No failure but the known ones (all failures, without a baseline), no decision-tree row a
+        baseline's night faced left unfaced, and not interrupted."""
+        return self.summary.ok and not self.interrupted
 
 
 def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 20.0) -> Diagnosis:

@@ -157,3 +157,31 @@ def test_one_missing_field_is_one_group_whichever_phase_writes_it(
     assert "entry lacks assistantEntryId" in summary["groups"][0]["label"]
     failed = {f["failed"][0]["id"] for f in summary["failures"]}
     assert failed == {"prefix-reduces", "final-reduces"}, "both phases wrote it, one group"
+
+
+def test_coverage_is_reported_and_a_shrinking_night_fails_against_its_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A nightly run that tests less than it used to is as visible as one that finds more: the decision
+    tree's rows each night's recoveries faced are in the console, summary.json and JUnit; a baseline
+    keeps them, and a later run that no longer faces one exits 1 naming it."""
+    wide = [
+        str(REPO / "scenarios" / f"{n}.toml") for n in ("section8-read-replay", "pending-deploy-interrupted")
+    ]
+    baseline = tmp_path / "baseline.json"
+    code, out = _sweep(
+        capsys, *wide, "-j", "2", "--results", str(tmp_path / "a"), "--write-baseline", str(baseline)
+    )
+    assert code == 0 and "decision tree:" in out and "faults landed: kill" in out
+    rows = json.loads(baseline.read_text())["rows"]
+    assert "5-interrupted-never" in rows and "5-replay-safe" in rows
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())["coverage"]
+    assert set(summary["missing"]) == {r for r, n in summary["rows"].items() if n == 0}
+    argv = [wide[0], "-j", "2", "--results", str(tmp_path / "b"), "--baseline", str(baseline)]
+    code, out = _sweep(capsys, *argv, "--junit", str(tmp_path / "j.xml"))
+    assert code == 1, out
+    assert "coverage lost against the baseline: " in out and "5-interrupted-never" in out
+    properties = {
+        p.get("name"): p.get("value") for p in ET.parse(tmp_path / "j.xml").getroot().iter("property")
+    }
+    assert "5-interrupted-never" in (properties["coverage.lost"] or "")

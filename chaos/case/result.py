@@ -65,6 +65,7 @@ class CaseResult:
     # what a sweep adds: its triage, the report's view, the boundaries the case leads to, its shard
     failure: FailureRecord | None = None
     size: list[Any] = field(default_factory=list)
+    rows: list[str] = field(default_factory=list)  # the decision-tree rows its recovery faced
     view: CaseView | None = None
     next: list[str] = field(default_factory=list)
     reported: bool = True  # a clean run runs in every shard and counts in one

@@ -11,6 +11,7 @@ class AbortThenKill(Fault):
     name = "abort-then-kill"
     summary = "the abort signal, then SIGKILL at the next fact committed: an abort the resume must finish"
     needs = ("abort",)
+    lands_after = 1  # its abortRequested, then the kill
     enables = ("plan-followed", "idle-terminal")
 
     def stop(self, stop: Stop) -> None:

@@ -367,7 +367,10 @@ def execute_phase(
         phase.reached = stopper.stopped or phase.continued
         phase.torn = stopper.torn
         if trigger.durable:
-            phase.late_facts = trigger.late_facts() if stopper.stopped else None
+            lands = (
+                fault.lands_after if fault is not None else 0
+            )  # the facts a fault lets through are its own
+            phase.late_facts = None if stopper.late is None else max(0, stopper.late - lands)
             phase.exact = stopper.stopped and phase.late_facts == 0
             phase.mechanism = "ptrace" if proc.exact else "poll"
         else:

@@ -88,7 +88,8 @@ class Trigger:
     def held(self) -> bool:
         """For an in-flight boundary: the world still holds it (no answer sent, the gate still shut)."""
         if self.request is not None:
-            return self.world.server.still_held(self.request)
+            server = self.world.server
+            return server.misbehaved(self.request) or server.still_held(self.request)
         if self.stream is not None:
             return self.world.server.stream_held(self.stream)
         return (
@@ -136,6 +137,7 @@ class Stopper:
         self.failing = ""  # enospc / eio / short: the log's system calls fail this way once stopped
         self.failed = 0  # system calls failed (or cut short) so far
         self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
+        self.late: int | None = None  # durable: facts committed past the boundary when the fault landed
         self.choice = ""  # at a pause: kill / continue / quit
         self._tearing = False
         self._next_fact: Watch | None = None  # abort then kill: the next fact the agent commits
@@ -214,8 +216,9 @@ class Stopper:
         return False
 
     def _kill_at_next_fact(self) -> bool:
-        assert self._next_fact is not None
+        assert self._next_fact is not None and self.trigger is not None
         if self._next_fact.poll() and not self.killed:
+            self.late = self.trigger.late_facts()  # the fault lands at its kill
             self.kill()
         return False
 
@@ -301,6 +304,8 @@ class Stopper:
                 return
             if self.trigger is not None and not self.trigger.durable:
                 self.held_at_stop = self.trigger.held()
+            elif self.trigger is not None:
+                self.late = self.trigger.late_facts()
             self.stopped = True
             self.fault.stop(self)
 

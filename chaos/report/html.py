@@ -14,6 +14,7 @@ from pathlib import Path
 
 from chaos.case.result import CaseResult, CaseView
 from chaos.case.verdict import Verdict
+from chaos.contract.planner import ROWS
 from chaos.report.show import diff, diff_row, render, timeline
 from chaos.report.summary import Summary
 from chaos.report.text import printable
@@ -35,6 +36,7 @@ section.group { border-left: 4px solid #b00; padding-left: .8em; margin: 1em 0; 
 section.group.known { border-color: #c90; } span.status { font-size: 12px; color: #666; }
 li.ok { color: #276627; } li.fail { color: #b00; font-weight: bold; } li.unjudged { color: #777; }
 .kill { color: #b00; font-weight: bold; }
+tr.missing td { color: #b00; } p.lost { color: #b00; font-weight: bold; }
 """
 KILL = "── kill landed here ──"
 
@@ -118,6 +120,34 @@ def _cell(result: CaseResult, index: int, numbers: dict[str, int]) -> str:
     return f'<td class="cell {verdict}"{data} title="{tip}"><a href="#case-{index}">{mark}</a></td>'
 
 
+def _coverage_html(summary: Summary) -> str:
+    coverage = summary.coverage
+    rows = "".join(
+        f'<tr class="{"covered" if coverage.rows.get(row) else "missing"}"><td>{_html(row)}</td>'
+        f"<td>{coverage.rows.get(row, 0)}</td><td>{_html(what)}</td></tr>"
+        for row, what in ROWS.items()
+    )
+    faults = "; ".join(
+        f"{_html(name)}: " + ", ".join(f"{_html(kind)} {n}" for kind, n in sorted(kinds.items()))
+        for name, kinds in sorted(coverage.faults.items())
+    )
+    lost = (
+        f"<p class='lost'>coverage lost against the baseline: {_html(', '.join(summary.lost))}</p>"
+        if summary.lost
+        else ""
+    )
+    unreached = (
+        f"<p>declared crashes never reached: {_html(', '.join(coverage.unreached))}</p>"
+        if coverage.unreached
+        else ""
+    )
+    return (
+        f"<h2>coverage</h2>{lost}<p>faults landed: {faults or 'none'}</p>{unreached}"
+        f"<details><summary>decision tree: {len(coverage.rows)}/{len(ROWS)} rows faced by a recovery</summary>"
+        f"<table class='coverage'><tr><th>row</th><th>cases</th><th>when</th></tr>{rows}</table></details>"
+    )
+
+
 def write_html(path: Path, summary: Summary, title: str = "chaos sweep") -> None:
     """A self-contained report of ``summary``: distinct failures, the matrix, then every case."""
     results = sorted(summary.results, key=lambda r: (r.scenario, r.case))
@@ -143,7 +173,7 @@ def write_html(path: Path, summary: Summary, title: str = "chaos sweep") -> None
         f"<style>{CSS}</style></head><body><h1>{_html(title)}</h1>"
         f"<p class='summary'>{len(summary.ran)} case(s), {len(summary.findings)} finding(s), "
         f"{len(groups)} distinct failure(s){skipped}</p>"
-        f"{_groups_html(groups, index)}"
+        f"{_groups_html(groups, index)}{_coverage_html(summary)}"
         f"<table class='matrix'><thead><tr><th>scenario</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"{body}</body></html>\n",
         encoding="utf-8",

@@ -45,6 +45,19 @@ def write_junit(path: Path, summary: Summary, name: str = "chaos sweep") -> None
         skipped=str(len(summary.skipped)),
         time=f"{sum(r.seconds for r in results):.3f}",
     )
+    properties = ET.SubElement(suite, "properties")
+    coverage = summary.coverage
+    for key, value in (
+        ("coverage.rows", f"{len(coverage.rows)}/{len(coverage.rows) + len(coverage.missing)}"),
+        ("coverage.missing", ",".join(coverage.missing)),
+        ("coverage.lost", ",".join(summary.lost)),
+        ("coverage.unreached", str(len(coverage.unreached))),
+        *(
+            (f"coverage.fault.{name}", str(sum(kinds.values())))
+            for name, kinds in sorted(coverage.faults.items())
+        ),
+    ):
+        ET.SubElement(properties, "property", name=key, value=value)
     for result in sorted(results, key=lambda r: r.case):
         case = ET.SubElement(
             suite,

@@ -11,7 +11,7 @@ from chaos.case.result import CaseResult
 from chaos.report.html import write_html
 from chaos.report.junit import write_junit
 from chaos.report.summary import Summary, summarize, write_summary
-from chaos.triage.groups import write_baseline
+from chaos.triage.groups import Baseline, write_baseline
 
 
 def publish(
@@ -20,7 +20,7 @@ def publish(
     seconds: float,
     *,
     not_run: list[str] | None = None,
-    baseline: dict[str, str] | None = None,
+    baseline: Baseline | None = None,
     junit: Path | None = None,
     save_baseline: Path | None = None,
     journal: bool = False,
@@ -36,5 +36,5 @@ def publish(
     if junit is not None:
         write_junit(junit, summary)
     if save_baseline is not None:
-        write_baseline(save_baseline, summary.groups)
+        write_baseline(save_baseline, summary.groups, sorted(summary.coverage.rows))
     return summary

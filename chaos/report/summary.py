@@ -14,8 +14,10 @@ from typing import Any
 import orjson
 
 from chaos.case.result import CaseResult
+from chaos.contract.planner import ROWS
 from chaos.report.text import printable
-from chaos.triage.groups import Group, fixed, group
+from chaos.triage.coverage import Coverage, coverage_of
+from chaos.triage.groups import Baseline, Group, fixed, group
 
 FORMAT = 2  # of summary.json
 
@@ -27,6 +29,10 @@ class Summary:
     fixed: dict[str, str]  # known failures (baseline key -> label) that no case showed
     seconds: float
     not_run: list[str] = field(default_factory=list)  # the budget ran out before these
+    coverage: Coverage = field(default_factory=Coverage)
+    lost: list[str] = field(
+        default_factory=list
+    )  # decision-tree rows the baseline's night faced, not this one
 
     @property
     def ran(self) -> list[CaseResult]:
@@ -43,6 +49,11 @@ class Summary:
     @property
     def new(self) -> int:
         return sum(1 for g in self.groups if not g.known)
+
+    @property
+    def ok(self) -> bool:
+        """No failure but known ones, and no coverage lost against the baseline."""
+        return not self.new and not self.lost
 
     def _started(self, paused: bool) -> list[CaseResult]:
         return [r for r in self.ran if r.crash and r.paused == paused and r.start and r.start.reached]
@@ -82,6 +93,7 @@ class Summary:
             "paused": self.paused,  # paused writers (SIGSTOP): timed by polling, not counted as kills
             "pausedExact": self.paused_exact,
             "seconds": round(self.seconds, 2),
+            "coverage": self.coverage.to_json() | {"lost": self.lost},
             "failures": [
                 {
                     "case": r.case,
@@ -110,10 +122,13 @@ class Summary:
 
 
 def summarize(
-    results: list[CaseResult], not_run: list[str], seconds: float, baseline: dict[str, str] | None = None
+    results: list[CaseResult], not_run: list[str], seconds: float, baseline: Baseline | None = None
 ) -> Summary:
-    groups = group(results, baseline)
-    return Summary(results, groups, fixed(groups, baseline), seconds, not_run)
+    known = baseline.failures if baseline is not None else None
+    groups = group(results, known)
+    coverage = coverage_of(results)
+    lost = coverage.lost(baseline.rows) if baseline is not None and baseline.rows is not None else []
+    return Summary(results, groups, fixed(groups, known), seconds, not_run, coverage, lost)
 
 
 def write_summary(path: Path, summary: Summary) -> None:
@@ -142,8 +157,22 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
         reasons[result.skipped] = reasons.get(result.skipped, 0) + 1
     for reason, count in sorted(reasons.items()):
         lines.append(f"  skipped {count} case(s): {reason}")
+    covered = summary.coverage
+    lines.append(
+        f"  decision tree: {len(covered.rows)}/{len(ROWS)} rows faced by a recovery"
+        + (f"; never: {', '.join(covered.missing)}" if covered.missing else "")
+    )
+    if summary.lost:
+        lines.append(f"  ✗ coverage lost against the baseline: {', '.join(summary.lost)}")
+    if covered.unreached:
+        lines.append(
+            f"  {len(covered.unreached)} declared crash(es) never reached: {', '.join(covered.unreached[:5])}"
+        )
+    faults = ", ".join(f"{name} {sum(kinds.values())}" for name, kinds in sorted(covered.faults.items()))
+    if faults:
+        lines.append(f"  faults landed: {faults}")
     if mined is not None:
-        where = f" into {mine}" if mine is not None else ""
+        where = f" into {mine} (--mine none: off)" if mine is not None else ""
         lines.append(
             f"  mined {len(mined)} new fixture(s){where}" + (f": {', '.join(mined)}" if mined else "")
         )

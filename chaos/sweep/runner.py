@@ -32,6 +32,7 @@ from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
 from chaos.sweep.boundaries import child_cases, children
 from chaos.sweep.settings import Settings
+from chaos.triage.coverage import rows_of
 from chaos.triage.failure import failure_of, size
 
 
@@ -93,6 +94,7 @@ class Sweep:
                 view=view_of(verdict),
                 failure=failure.record() if failure else None,
                 size=size(verdict),
+                rows=rows_of(verdict.evidence),
             )
             if verdict.ok and not s.keep_all:
                 Record(folder).prune()

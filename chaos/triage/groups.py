@@ -16,7 +16,7 @@ import orjson
 from chaos.case.result import CaseResult
 from chaos.errors import UsageError
 
-BASELINE_FORMAT = 1
+BASELINE_FORMAT = 2
 
 
 @dataclass
@@ -65,25 +65,35 @@ def fixed(groups: list[Group], baseline: dict[str, str] | None) -> dict[str, str
     return {key: label for key, label in (baseline or {}).items() if key not in seen}
 
 
-def read_baseline(path: Path) -> dict[str, str]:
-    """A baseline: ``{"version": 1, "failures": [{"key": "F-...", "label": "..."}]}`` (key -> label)."""
+@dataclass(frozen=True)
+class Baseline:
+    """Known failures (key -> label), and the decision-tree rows a good night faced (None: not recorded)."""
+
+    failures: dict[str, str]
+    rows: list[str] | None = None
+
+
+def read_baseline(path: Path) -> Baseline:
+    """A baseline: ``{"version": 2, "failures": [{"key": "F-...", "label": "..."}], "rows": [...]}``; a
+    version 1 baseline (failures only) is read too."""
     try:
         data = orjson.loads(path.read_bytes())
         version = data.get("version")
         failures = {str(f["key"]): str(f.get("label", "")) for f in data["failures"]}
+        rows = [str(r) for r in data["rows"]] if "rows" in data else None
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
         raise UsageError(
             f"{path}: not a baseline ({err}); write one with chaos sweep --write-baseline FILE"
         ) from None
-    if version != BASELINE_FORMAT:
+    if version not in (1, BASELINE_FORMAT):
         raise UsageError(
-            f"{path}: a baseline of format {version}, this chaos reads format {BASELINE_FORMAT}; "
+            f"{path}: a baseline of format {version}, this chaos reads formats 1 and {BASELINE_FORMAT}; "
             "write it again with chaos sweep --write-baseline FILE"
         )
-    return failures
+    return Baseline(failures, rows)
 
 
-def write_baseline(path: Path, groups: list[Group]) -> None:
+def write_baseline(path: Path, groups: list[Group], rows: list[str]) -> None:
     failures = [{"key": g.key, "label": g.label, "cases": len(g.members)} for g in groups]
-    document = {"version": BASELINE_FORMAT, "failures": failures}
+    document = {"version": BASELINE_FORMAT, "failures": failures, "rows": rows}
     path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

@@ -185,6 +185,11 @@ class ModelServer:
             self._held_numbers.discard(number)
             self._misbehave[number] = how
 
+    def misbehaved(self, number: int) -> bool:
+        """The ``number``-th request arrived and was answered the way a network fault armed."""
+        with self._lock:
+            return number <= len(self.requests) and self.requests[number - 1].fault is not None
+
     def hold_stream(self, number: int, chunks: int) -> None:
         """Hold the ``number``-th streamed answer (1-based) after its first ``chunks`` chunks."""
         with self._lock:
@@ -262,6 +267,7 @@ class ModelServer:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
+            request.fault = self._misbehave.get(number)  # how a network fault will answer it, if one does
             self._lock.notify_all()
             while number in self._held_numbers - self._released_numbers and not self._closing:
                 self._lock.wait(0.5)
@@ -291,10 +297,8 @@ class ModelServer:
         usage = scripted.usage or default_usage(turn)
         answer = protocol.answer(scripted, turn, conversation, usage)
         request.status, request.billed = 200, protocol.billed(usage)
-        how = self._misbehave.get(number)
-        if how is not None:
-            request.fault = how
-            if not answer_badly(handler, how, answer, conversation.stream, lambda: self._closing):
+        if request.fault is not None:
+            if not answer_badly(handler, request.fault, answer, conversation.stream, lambda: self._closing):
                 request.status, request.billed = None, None  # never delivered whole: nothing billed
             return
         if conversation.stream:

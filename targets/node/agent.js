@@ -378,6 +378,15 @@ function chat(cfg, messages, withTools, signal) {
   });
   const timeout = Number(process.env.NODE_AGENT_TIMEOUT || "60") * 1000;
   return new Promise((resolve, reject) => {
+    // A whole-answer deadline: the socket timeout is per read, and an answer that trickles in a byte at a
+    // time would never trip it.
+    const deadline = setTimeout(() => req.destroy(Object.assign(new Error("no whole answer in time"), { code: "timeout" })), timeout);
+    const settle = (fn) => (value) => {
+      clearTimeout(deadline);
+      fn(value);
+    };
+    resolve = settle(resolve);
+    reject = settle(reject);
     const req = http.request(
       url,
       { method: "POST", headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) }, timeout, signal },
@@ -388,17 +397,25 @@ function chat(cfg, messages, withTools, signal) {
           return reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { code }));
         }
         let buffer = "";
+        let done = false; // the stream said [DONE]: anything after it is not this answer
         const answer = { content: "", calls: [], finish: null, usage: null };
         res.setEncoding("utf8");
         res.on("data", (chunk) => {
           buffer += chunk;
           let end;
-          while ((end = buffer.indexOf("\n\n")) >= 0) {
+          while (!done && (end = buffer.indexOf("\n\n")) >= 0) {
             const event = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
             for (const line of event.split("\n")) {
-              if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
-              const data = JSON.parse(line.slice(6));
+              if (line === "data: [DONE]") done = true;
+              if (done || !line.startsWith("data: ")) continue;
+              let data;
+              try {
+                data = JSON.parse(line.slice(6));
+              } catch {
+                res.destroy();
+                return reject(Object.assign(new Error("an event that is not JSON"), { code: "invalid_response" }));
+              }
               if (data.usage) answer.usage = data.usage;
               for (const choice of data.choices || []) {
                 const delta = choice.delta || {};
@@ -414,7 +431,7 @@ function chat(cfg, messages, withTools, signal) {
             }
           }
         });
-        res.on("end", () => (answer.finish ? resolve(answer) : reject(Object.assign(new Error("the stream ended early"), { code: "invalid_response" }))));
+        res.on("end", () => (answer.finish && done ? resolve(answer) : reject(Object.assign(new Error("the stream ended early"), { code: "invalid_response" }))));
         res.on("error", (err) => reject(Object.assign(err, { code: "connection_error" })));
       },
     );

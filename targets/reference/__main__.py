@@ -62,6 +62,7 @@ def main(argv: list[str]) -> int:
                 wait="blocking-lock" in agent.variants,
                 split="one-fact-per-transaction" in agent.variants,
             )
+            session.careless = "ignore-log-errors" in agent.bugs
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
             agent.recovering = True
             outcome, reason = agent.drive(session)
@@ -78,6 +79,7 @@ def main(argv: list[str]) -> int:
                 lock="no-session-lock" not in agent.bugs,
                 split="one-fact-per-transaction" in agent.variants,
             )
+            session.careless = "ignore-log-errors" in agent.bugs
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
         if args.compact:
             st = session.state

@@ -45,6 +45,9 @@ BUGS = (
     "old-gate-order",
     "no-session-lock",
     "synthetic-missing-field",
+    "ignore-log-errors",
+    "resume-ignores-abort",
+    "abort-shortcut",
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
@@ -115,7 +118,7 @@ class Agent:
                     return "blocked", plan["reason"]
                 if kind == "finish":
                     if st.operation is not None and not (
-                        self.recovering and "skip-finish-on-resume" in self.bugs
+                        (self.recovering and "skip-finish-on-resume" in self.bugs) or plan.get("ignored")
                     ):
                         session.commit(*F.plan_facts(st, plan))
                     return plan["outcome"], None
@@ -154,6 +157,13 @@ class Agent:
 
     def _plan(self, st: SessionState) -> dict[str, Any]:
         plan = plan_recovery(st, self.current())
+        if (
+            self.recovering
+            and "resume-ignores-abort" in self.bugs
+            and st.operation
+            and st.operation.abort_requested
+        ):
+            return {"type": "finish", "outcome": "completed", "ignored": True}  # an abort it did not start
         step = st.operation.step if st.operation else None
         if "old-gate-order" in self.bugs and step is not None and step.status == "failed":
             return {"type": "finish", "outcome": "failed", "error": step.error}  # failure before the gates
@@ -180,6 +190,12 @@ class Agent:
         op = session.state.operation
         if op is None or op.abort_requested:
             return False
+        if (
+            "abort-shortcut" in self.bugs
+        ):  # aborted at once, the open attempt and pending calls left as they are
+            finished = F.operation_finished(op, {"type": "finish", "outcome": "aborted"})
+            session.write_unchecked(F.abort_requested(op, "model"), finished)
+            raise DeferredAbort()
         pending = [tc for tc in op.tool_calls.values() if tc.status == "pending"]
         if op.kind == "compaction":
             session.commit(F.abort_requested(op, "compact"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -51,13 +52,20 @@ def complete(
     retries: int = 0,
     protocol: str = "openai-chat",
 ) -> Answer:
-    """One model request (``retries``: resend a 429 or 5xx that many times, as some SDKs quietly do;
-    the contract's agent never does: a live provider error is a stepFailed)."""
+    """One model request (``retries``: resend a failed one that many times (a 429, a 5xx, a dropped
+    connection, an unreadable answer), as some SDKs quietly do; the contract's agent never does: a live
+    provider error is a stepFailed)."""
     for _ in range(retries):
         try:
             return _complete(base_url, model, api_key, body, timeout, protocol)
         except ProviderError as err:
-            if err.code not in ("rate_limited", "server_error"):
+            if err.code not in (
+                "rate_limited",
+                "server_error",
+                "connection_error",
+                "invalid_response",
+                "timeout",
+            ):
                 raise
     return _complete(base_url, model, api_key, body, timeout, protocol)
 
@@ -74,9 +82,10 @@ def _complete(
         headers=headers,
         method="POST",
     )
+    deadline = time.monotonic() + timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            payload = json.loads(response.read())
+            payload = json.loads(_read_by(response, deadline, timeout))
     except urllib.error.HTTPError as err:
         code = (
             "rate_limited" if err.code == 429 else "server_error" if err.code >= 500 else "request_rejected"
@@ -94,6 +103,17 @@ def _complete(
         return protocol.answer(payload)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         raise ProviderError("invalid_response", f"the answer is not a {protocol.name} answer") from None
+
+
+def _read_by(response: http.client.HTTPResponse, deadline: float, timeout: float) -> bytes:
+    """The whole body, or TimeoutError at ``deadline``: the socket's timeout is per read, and an answer
+    that trickles in a byte at a time would never trip it."""
+    chunks = []
+    while chunk := response.read1(65536):
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the answer took longer than {timeout:g}s")
+    return b"".join(chunks)
 
 
 def _counters(input_tokens: int, output: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, int]:

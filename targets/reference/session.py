@@ -43,6 +43,7 @@ class SessionFile:
     def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True, split: bool = False) -> None:
         self.path, self.fd, self.sync = path, fd, sync  # sync False: the no-fsync bug switch
         self.split = split  # the one-fact-per-transaction variant
+        self.careless = False  # the ignore-log-errors bug switch: a failed write or sync goes unnoticed
         self.writer = F.Writer(reducer)
 
     @property
@@ -133,12 +134,13 @@ class SessionFile:
         """One line, then fdatasync; a write or sync that fails ends the session here (after a failed
         sync the kernel may have dropped the bytes: nothing may be built on them)."""
         try:
-            if os.write(self.fd, line) != len(line):
+            if os.write(self.fd, line) != len(line) and not self.careless:
                 raise SessionUnusable("short write to the session log")
             if self.sync:
                 os.fdatasync(self.fd)
         except OSError as err:
-            raise SessionUnusable(f"cannot write the session log: {err.strerror}") from None
+            if not self.careless:
+                raise SessionUnusable(f"cannot write the session log: {err.strerror}") from None
 
     def close(self) -> None:
         os.close(self.fd)

@@ -1,0 +1,71 @@
+"""What a night tested: the rows of the contract's decision tree its recoveries faced, which faults landed
+at which kinds of boundary, and which boundaries a scenario declares that no run reached.
+
+A nightly run that passes while testing less than it used to fails silently; coverage makes that as
+visible as a new failure (a baseline keeps the rows, and a later run that no longer reaches one says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.case.result import CaseResult
+from chaos.contract.planner import ROWS
+from chaos.contract.reading import decision
+from chaos.cycle.evidence import Evidence
+from chaos.scenario.model import Boundary
+
+
+def rows_of(ev: Evidence) -> list[str]:
+    """The decision-tree rows the oracle took for the crash prefix and for each log a resume started
+    from: what recovery faced in this case."""
+    logs = [ev.prefix] + [before for _, before, _ in ev.transitions()]
+    rows = []
+    for log in logs:
+        made = decision(log, ev.current)
+        if made is not None:
+            rows.append(made.row)
+    return list(dict.fromkeys(rows))
+
+
+@dataclass
+class Coverage:
+    rows: dict[str, int] = field(default_factory=dict)  # row -> cases that faced it
+    faults: dict[str, dict[str, int]] = field(default_factory=dict)  # fault -> boundary kind -> cases
+    unreached: list[str] = field(default_factory=list)  # cases whose declared crash no run reached
+
+    @property
+    def missing(self) -> list[str]:
+        return [row for row in ROWS if row not in self.rows]
+
+    def lost(self, baseline: list[str]) -> list[str]:
+        """Rows a baseline run faced that this one did not."""
+        return [row for row in baseline if row not in self.rows]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": {row: self.rows.get(row, 0) for row in ROWS},
+            "missing": self.missing,
+            "faults": self.faults,
+            "unreached": self.unreached,
+        }
+
+
+def coverage_of(results: list[CaseResult]) -> Coverage:
+    found = Coverage()
+    for result in results:
+        if result.skipped:
+            continue
+        for row in result.rows:
+            found.rows[row] = found.rows.get(row, 0) + 1
+        start = result.start
+        if result.crash is None or start is None:
+            continue
+        if not start.reached:
+            found.unreached.append(result.case)
+            continue
+        kind = Boundary.parse(result.crash.split(" (")[0]).what  # "what[...]#n (fault)"
+        by_kind = found.faults.setdefault(result.fault or "kill", {})
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    return found

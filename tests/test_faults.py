@@ -1,0 +1,75 @@
+"""The fault table: every registered fault has a shipped scenario, a bug it exposes (a switch of the
+reference agent, caught by the checks the fault enables) that the correct agents pass, a CLI spelling
+and a README row. Adding a fault is one module and one registry line; this table says what else is due.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from chaos.case.run import run_case
+from chaos.check import CATALOG
+from chaos.cli import build_parser
+from chaos.fault import FAULTS
+from chaos.scenario import load_scenario, load_target
+from tests.conftest import REPO, needs_node, needs_ptrace
+
+pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
+
+# fault -> (its shipped scenario, the reference agent's bug switch it exposes, the check that catches it)
+TABLE = {
+    "kill": ("section8-read-replay", "stale-assistant-calls", "final-reduces"),
+    "abort": ("abort-during-deploy", "abort-shortcut", "prefix-reduces"),
+    "torn": ("torn-tail", "no-torn-tail-repair", "final-reduces"),
+    "power-loss": ("power-loss-after-deploy", "no-fsync", "intent-synced"),
+    "pause": ("two-writers", "no-session-lock", "one-writer"),
+    "abort-then-kill": ("abort-then-crash", "resume-ignores-abort", "plan-followed"),
+    "disk-full": ("disk-full", "ignore-log-errors", "intent-before-effect"),
+    "fsync-error": ("fsync-error", "ignore-log-errors", "intent-synced"),
+    "short-write": ("short-write", "ignore-log-errors", "final-reduces"),
+    "reset": ("provider-reset", "client-retries", "requests-attempted"),
+    "cut-stream": ("provider-cut-stream", "client-retries", "requests-attempted"),
+    "duplicate": ("provider-duplicate", "client-retries", "requests-attempted"),
+    "hang": ("provider-hang", "client-retries", "requests-attempted"),
+    "invalid-json": ("provider-invalid-json", "client-retries", "requests-attempted"),
+    "trickle": ("provider-trickle", "client-retries", "requests-attempted"),
+}
+SCENARIOS = REPO / "scenarios"
+
+
+def test_every_registered_fault_has_a_row_a_scenario_a_spelling_and_a_readme_row() -> None:
+    assert set(TABLE) == set(FAULTS)
+    for name, (scenario, _, check) in TABLE.items():
+        loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
+        assert loaded.crash is not None and loaded.crash.fault == name, f"{scenario} crashes by {name}"
+        assert check in FAULTS[name].enables and check in CATALOG, f"{name} enables {check}"
+    run = next(a for a in build_parser()._subparsers._actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    choices = next(a.choices for a in run._actions if a.dest == "fault")
+    assert set(choices or ()) == set(FAULTS), "--fault spells every fault"
+    readme = (REPO / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z-]+)` \|", readme, re.M))
+    assert set(FAULTS) <= rows, f"the README's crash model has no row for {sorted(set(FAULTS) - rows)}"
+
+
+@needs_ptrace
+@pytest.mark.parametrize("name", list(TABLE))
+def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_path: Path) -> None:
+    scenario_name, bug, check = TABLE[name]
+    scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
+    target = load_target(REPO / "targets" / "reference.toml")
+    fine = run_case(scenario, target, {}, tmp_path / "fine")
+    assert fine.ok, [c.text() for c in fine.failed]
+    broken = run_case(scenario, target, {"TINY_REFERENCE_BUG": bug}, tmp_path / "broken")
+    assert check in {c.id for c in broken.failed}, [c.text() for c in broken.checks]
+
+
+@needs_ptrace
+@needs_node
+@pytest.mark.parametrize("name", list(TABLE))
+def test_the_node_agent_passes_every_fault(name: str, tmp_path: Path) -> None:
+    scenario = load_scenario(SCENARIOS / f"{TABLE[name][0]}.toml")
+    verdict = run_case(scenario, load_target(REPO / "targets" / "node-reference.toml"), {}, tmp_path)
+    assert verdict.ok, [c.text() for c in verdict.failed]
