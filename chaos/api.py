@@ -12,14 +12,13 @@ never an exception: a verdict or a summary says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from chaos.bundled import scenario_path, scenarios_folder
 from chaos.case.result import CaseResult, read_journal, reported
-from chaos.case.run import Hook as Judge
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
@@ -29,6 +28,7 @@ from chaos.doctor.diagnosis import Diagnosis, diagnose
 from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
+from chaos.hooks import AfterCase, Judge
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
 from chaos.report.publish import publish
@@ -41,7 +41,6 @@ from chaos.sweep.settings import Settings
 from chaos.triage.groups import read_baseline
 
 ScenarioRef = Scenario | str | Path
-AfterCase = Callable[[Verdict], object]
 TargetRef = Target | str | Path
 
 
@@ -80,10 +79,12 @@ def run(
     results: Path | None = None,
     timeout: float | None = None,
     pause: Pause | None = None,
+    judges: Sequence[Judge] = (),
 ) -> Verdict:
     """One crash cycle of ``scenario`` against ``target`` (default: the scenario's own); its verdict.
 
-    ``results`` is the case's folder (default ``results/runs/<scenario>-<boundary>-<time>``).
+    ``results`` is the case's folder (default ``results/runs/<scenario>-<boundary>-<time>``);
+    ``pause`` and ``judges`` are extension points (``chaos.hooks``).
     Raises ``Skipped`` when the scenario needs what the target does not declare, ``UsageError``
     when its script shows its crash can never be reached.
     """
@@ -91,7 +92,9 @@ def run(
     never = loaded.unreachable() if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
-    return run_case(loaded, target_of(target, loaded), target_env or {}, results, timeout, pause)
+    return run_case(
+        loaded, target_of(target, loaded), target_env or {}, results, timeout, pause, tuple(judges)
+    )
 
 
 @dataclass

@@ -267,3 +267,12 @@ def test_conversation_picks_the_turn(protocol: str) -> None:
         assert first.calls == again.calls != []
         assert [r.turn for r in server.requests] == [0, 0]
         assert [r.protocol for r in server.requests] == [protocol, protocol]
+
+
+def test_every_protocol_a_target_may_name_is_served() -> None:
+    """A target file's ``protocol`` is checked in the scenario stage, which may not import the world:
+    its list of names and the server's registry must be the same."""
+    from chaos.scenario.target import PROTOCOL_NAMES
+    from chaos.world.protocols import PROTOCOLS
+
+    assert set(PROTOCOL_NAMES) == set(PROTOCOLS)

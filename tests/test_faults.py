@@ -6,6 +6,7 @@ and a README row. Adding a fault is one module and one registry line; this table
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,16 @@ def test_the_node_agent_passes_every_fault(name: str, tmp_path: Path) -> None:
     scenario = load_scenario(SCENARIOS / f"{TABLE[name][0]}.toml")
     verdict = run_case(scenario, load_target(REPO / "targets" / "node-reference.toml"), {}, tmp_path)
     assert verdict.ok, [c.text() for c in verdict.failed]
+
+
+@needs_ptrace
+@pytest.mark.parametrize(("persistence", "caught"), [("posix", True), ("ext4-ordered", False)])
+def test_the_persistence_model_decides_whether_a_new_log_needs_its_directory_synced(
+    persistence: str, caught: bool, tmp_path: Path
+) -> None:
+    """A log created without a directory sync is lost to a power cut under strict POSIX (the effect then
+    ran with no durable intent), and kept under ext4's ordered journal, where the log's own sync is enough."""
+    scenario = replace(load_scenario(SCENARIOS / "power-loss-after-deploy.toml"), persistence=persistence)
+    target = load_target(REPO / "targets" / "reference.toml")
+    case = run_case(scenario, target, {"TINY_REFERENCE_BUG": "no-directory-sync"}, tmp_path)
+    assert ("intent-synced" in {c.id for c in case.failed}) is caught, [c.text() for c in case.checks]

@@ -264,3 +264,21 @@ def test_a_recovery_blocked_after_its_own_progress_is_no_finding(tmp_path: Path)
     outcome = next(c for c in verdict.checks if c.id == "outcome")
     assert outcome.expected.startswith("blocked") and outcome.got.startswith("blocked")
     assert not [c for c in verdict.checks if c.id in ("blocked-reason", "idle-terminal")]
+
+
+def test_a_judge_passed_to_the_api_joins_the_verdict(tmp_path: Path) -> None:
+    """The ``chaos.hooks.Judge`` extension point: another judge of the evidence, whose failure fails the case."""
+    from chaos import api
+    from chaos.check.base import Check
+    from chaos.cycle.evidence import Evidence
+
+    seen: list[int] = []
+
+    def no_second_resume(evidence: Evidence, folder: Path) -> list[Check]:
+        seen.append(len(evidence.phases))
+        return [Check("oracle-agrees", "my judge: one phase only", len(evidence.phases) == 1, "1", "more")]
+
+    verdict = api.run(SECTION8, results=tmp_path / "case", judges=[no_second_resume])
+    assert seen and seen[0] > 1
+    assert [c.name for c in verdict.failed] == ["my judge: one phase only"]
+    assert not _verdict(tmp_path / "case")["ok"]

@@ -9,7 +9,7 @@ check names a failure (``chaos.triage``). A cause that failed makes certain
 later checks its symptoms (``SYMPTOMS``): they are reported as not judged,
 naming the cause, so one cause is one failure (etcd's ``validate/`` does the
 same). Every check has a test that makes it fail (``tests/test_fail_table.py``)
-and legal variants of the agents that pass it (``tests/test_pass_table.py``).
+and legal variants of the agents that pass it (``tests/test_legal_variants.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Other implementations' reducers as judges of the same logs (``--oracle``; run by ``chaos.mine.oracles``)."""
+"""Other judges of the same evidence: other implementations' reducers (``--oracle``; run by
+``chaos.mine.oracles``) and any ``chaos.hooks.Judge``, which reports under this concern's id with a name
+of its own."""
 
 from __future__ import annotations
 

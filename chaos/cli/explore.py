@@ -66,7 +66,7 @@ def add(commands: Commands) -> None:
     p.add_argument(
         "--max-failures", type=positive_int, help="stop once this many distinct failures are found"
     )
-    faults(p, api.EXPLORED, "the faults to draw each crash's from")
+    faults(p, api.EXPLORED, "the faults each crash is drawn from")
     p.add_argument(
         "--shrink-budget",
         type=seconds_or_zero,

@@ -78,6 +78,7 @@ def main(argv: list[str]) -> int:
                 sync="no-fsync" not in agent.bugs,
                 lock="no-session-lock" not in agent.bugs,
                 split="one-fact-per-transaction" in agent.variants,
+                sync_directory="no-directory-sync" not in agent.bugs,
             )
             session.careless = "ignore-log-errors" in agent.bugs
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)

@@ -42,6 +42,7 @@ BUGS = (
     "double-usage",
     "client-retries",
     "no-fsync",
+    "no-directory-sync",
     "old-gate-order",
     "no-session-lock",
     "synthetic-missing-field",

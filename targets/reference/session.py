@@ -60,6 +60,7 @@ class SessionFile:
         sync: bool = True,
         lock: bool = True,
         split: bool = False,
+        sync_directory: bool = True,
     ) -> SessionFile:
         reducer = Reducer()
         session_id = F.system_ids()()
@@ -72,7 +73,7 @@ class SessionFile:
         )
         if lock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if sync:  # a new file survives a power cut only once its directory entry is synced (POSIX)
+        if sync and sync_directory:  # a new file survives a power cut only once its directory is synced (POSIX)
             _sync_directory(directory)
         session = cls(path, fd, reducer, sync, split)
         session._write(

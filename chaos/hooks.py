@@ -1,0 +1,80 @@
+"""Every extension point of chaos, in one place (as pytest's hook specifications are).
+
+chaos is extended with plain Python objects passed to the API, or, for what the
+command line must name (a fault, a protocol), with one module and one registry
+line in the package. Each point below says what it is called with, when, and
+what it may do.
+
+``Judge``: another judge of one case's evidence
+    ``Callable[[Evidence, Path], list[Check]]``, called once per case after the
+    built-in checks, with the cycle's in-memory ``Evidence`` and the case's
+    results folder; the checks it returns (id ``oracle-agrees``, a name of its
+    own) join the verdict, and its failure key, before the verdict is saved. ``--oracle CMD`` is one: another reducer
+    run on every crash prefix and final log (``chaos.mine.oracles.OtherOracle``).
+    Pass judges to ``chaos.api.run(judges=...)`` or ``chaos.api.sweep(judges=...)``.
+
+``AfterCase``: what to do with each verdict once judged
+    ``Callable[[Verdict], object]``, called in the sweep's process once a case
+    is judged and recorded; its return value is ignored. Mining new crash
+    prefixes (``--mine``) is one. Pass to ``chaos.api.sweep(after=...)``.
+
+``Pause``: a person's choice at a boundary
+    ``Callable[[Paused], str]``, called with the agent frozen at its boundary
+    (its workspace, its log so far, the oracle's current configuration);
+    returns ``"kill"``, ``"continue"`` or ``"quit"``. ``chaos run --pause`` is
+    one. Pass to ``chaos.api.run(pause=...)``.
+
+``Fault``: one kind of trouble at a boundary
+    A subclass of ``chaos.fault.Fault`` (where it lands, what the target must
+    declare, what it arms in the world, what it does at the boundary through
+    the ``Stop`` mechanisms, what a power cut keeps, which checks it makes
+    meaningful), registered in ``chaos.fault.FAULTS`` under its name, which is
+    also its spelling in ``--fault NAME`` and ``fault = "NAME"``.
+    ``tests/test_faults.py`` holds each registered fault to a shipped
+    scenario, a bug it exposes, a check that catches it and a README row.
+
+``Protocol``: how the scripted model server speaks
+    A subclass of ``chaos.world.protocols.Protocol`` (read a request's
+    conversation; write one scripted ``Turn`` as an answer, plain or streamed;
+    an error body; what an answer bills), registered in ``PROTOCOLS`` under the
+    name a target's ``protocol`` names (and that name in
+    ``chaos.scenario.target.PROTOCOL_NAMES``, which reads target files without the world).
+
+Checks: one concern, one module
+    A module of ``chaos.check`` with ``CATALOG`` (check id -> what it
+    guarantees) and ``judge(Evidence) -> list[Check]``, listed in
+    ``chaos.check.CONCERNS`` in report order, causes first. Every check needs a
+    row in the fail table (``tests/test_fail_table.py``) that makes it fail,
+    and must hold for every legal variant (``tests/test_legal_variants.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from chaos.case.run import Hook as Judge
+from chaos.case.verdict import Verdict
+from chaos.check import CONCERNS
+from chaos.check.base import Check
+from chaos.cycle.drive import Pause, Paused
+from chaos.cycle.evidence import Evidence
+from chaos.fault import FAULTS, Arming, Fault, Stop
+from chaos.world.protocols import PROTOCOLS, Protocol
+
+AfterCase = Callable[[Verdict], object]
+
+__all__ = [
+    "CONCERNS",
+    "FAULTS",
+    "PROTOCOLS",
+    "AfterCase",
+    "Arming",
+    "Check",
+    "Evidence",
+    "Fault",
+    "Judge",
+    "Pause",
+    "Paused",
+    "Protocol",
+    "Stop",
+]
