@@ -73,7 +73,9 @@ class SessionFile:
         )
         if lock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if sync and sync_directory:  # a new file survives a power cut only once its directory is synced (POSIX)
+        if (
+            sync and sync_directory
+        ):  # a new file survives a power cut only once its directory is synced (POSIX)
             _sync_directory(directory)
         session = cls(path, fd, reducer, sync, split)
         session._write(
