@@ -1,6 +1,6 @@
-"""Detection power (issue 16): each class of recovery bug that passed every earlier check is caught by
-its own part: power loss, usage against bills, requests against durable attempts, every gate under
-every crash, and two writers. Each reference bug switch below is caught by its part's scenario, fails
+"""Detection power (issues 16 and 22): each class of recovery bug that passed every earlier check is
+caught by its own part: power loss, usage against bills, requests against durable attempts, every gate
+under every crash, two writers, what each request said, the strict provider, and every field of a plan. Each reference bug switch below is caught by its part's scenario, fails
 only that part's checks, and the correct agent passes the same scenario."""
 
 from __future__ import annotations
@@ -33,6 +33,17 @@ PARTS = {
         {"plan-followed", "outcome", "blocked-reason", "blocked-stops", "blocked-appends-nothing"},
     ),
     "no-session-lock": ("two-writers", None, {"one-writer"}),  # the log it breaks is a symptom of it
+    # what the agent sends (issue 22): requests against the log, and the strict provider
+    "results-reordered": ("full-workflow", None, {"request-context"}),
+    "undigested-definition": ("section8-read-replay", None, {"request-context"}),
+    "compaction-wrong-range": ("compaction-crash", None, {"request-context"}),
+    "hide-synthetic-results": ("pending-deploy-interrupted", None, {"requests-valid", "request-context"}),
+    # plans carried out in every field (issue 22)
+    "truncated-as-normal": ("length-with-tool-calls", "entry:tool", {"plan-followed"}),
+    "finish-other-error": ("live-429-failed", None, {"plan-followed"}),
+    "give-up-on-replay": ("section8-read-replay", None, {"plan-followed"}),
+    "abort-other-message": ("abort-in-flight-crash-loop", None, {"plan-followed"}),
+    "stale-replay-key": ("section8-read-replay", "entry:toolUse", {"plan-followed"}),
 }
 MAY_ALSO_FAIL = {
     "no-session-lock": {"intent-before-effect", "requests-attempted", "never-once", "effect-count"}

@@ -107,6 +107,8 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "intent-before-effect": lambda t: _run("deploy-intent-durable", "intent-after-effect"),
     "intent-synced": lambda t: _run("power-loss-after-deploy", "no-fsync"),
     "requests-attempted": lambda t: _run("live-429-failed", "client-retries"),
+    "requests-valid": lambda t: _run("pending-deploy-interrupted", "hide-synthetic-results"),
+    "request-context": lambda t: _run("full-workflow", "results-reordered"),
     "usage-billed": lambda t: _run("full-workflow", "double-usage", crash="stepAttempt#2"),
     "one-writer": lambda t: _run("two-writers", "no-session-lock"),
     "never-once": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
@@ -119,6 +121,21 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "processes": lambda t: _run("section8-read-replay", target="leaves-daemon"),
     "sandbox": lambda t: _run("section8-read-replay", target="writes-outside"),
     "oracle-agrees": _liar,
+}
+
+
+# plan-followed compares every field the contract defines for what each kind of plan makes durable: one
+# row per plan type and mode, each an agent that writes the planned kind of fact with one field its own
+PLAN_ROWS: dict[str, Callable[[], list[Check]]] = {
+    "startStep": lambda: _run("open-attempt-retry", "retry-forgets-step"),
+    "startTool mode=start": lambda: _run("section8-read-replay", "stale-replay-key", crash="entry:toolUse"),
+    "startTool mode=replay": lambda: _run("section8-read-replay", "give-up-on-replay"),
+    "appendSynthetic": lambda: _run("pending-deploy-interrupted", "replay-never-tools"),
+    "closeAttempt": lambda: _run("abort-in-flight-crash-loop", "abort-other-message"),
+    "finish outcome=completed completion=truncated": lambda: _run(
+        "length-with-tool-calls", "truncated-as-normal", crash="entry:tool"
+    ),
+    "finish outcome=failed": lambda: _run("live-429-failed", "finish-other-error"),
 }
 
 
@@ -137,3 +154,9 @@ def test_the_row_makes_its_check_fail(check_id: str, work: Path, tmp_path: Path)
     checks = ROWS[check_id](tmp_path)
     failed = [c for c in checks if c.id == check_id and not c.ok]
     assert failed, f"{check_id} held: {[c.text() for c in checks if c.id == check_id]}"
+
+
+@pytest.mark.parametrize("plan", list(PLAN_ROWS))
+def test_each_kind_of_plan_is_compared_in_full(plan: str, work: Path) -> None:
+    failed = [c for c in PLAN_ROWS[plan]() if c.id == "plan-followed" and not c.ok]
+    assert failed and failed[0].expected.startswith(plan), [c.text() for c in failed]

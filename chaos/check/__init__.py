@@ -4,7 +4,7 @@ Each concern module declares its checks (``CATALOG``: id -> what it
 guarantees) next to the code that judges them (``judge``). ``CONCERNS`` is
 the order checks are reported in, causes before symptoms: the crash, then
 the processes (a hang explains much), the writers, the log's structure, what
-recovery did, effects, requests and bills, other oracles. The first failing
+recovery did, effects, requests and bills, what each request said, other oracles. The first failing
 check names a failure (``chaos.triage``). A cause that failed makes certain
 later checks its symptoms (``SYMPTOMS``): they are reported as not judged,
 naming the cause, so one cause is one failure (etcd's ``validate/`` does the
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chaos.check import crash, effects, log, oracles, processes, recovery, requests, writers
+from chaos.check import context, crash, effects, log, oracles, processes, recovery, requests, writers
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 
-CONCERNS = (crash, processes, writers, log, recovery, effects, requests, oracles)
+CONCERNS = (crash, processes, writers, log, recovery, effects, requests, context, oracles)
 CATALOG = {check_id: line for concern in CONCERNS for check_id, line in concern.CATALOG.items()}
 ORDER = {check_id: n for n, check_id in enumerate(CATALOG)}
 
@@ -35,6 +35,7 @@ SYMPTOMS = {
         "effect-count",
         "again-appends-nothing",
     },
+    "requests-valid": {"outcome", "blocked-reason", "effect-count"},  # a refused request fails the step
     "one-writer": {
         "append-only",
         "final-reduces",

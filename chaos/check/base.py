@@ -17,6 +17,7 @@ class Check:
     expected: str = ""
     got: str = ""
     unjudged: str = ""
+    cause: str = ""  # what went wrong in words free of ids and values, for the failure key (optional)
 
     def __post_init__(self) -> None:
         from chaos.check import CATALOG  # the catalogue is assembled from the concern modules
@@ -36,7 +37,11 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         out = {"id": self.id, "name": self.name, "ok": self.ok, "expected": self.expected, "got": self.got}
-        return out | ({"unjudged": self.unjudged} if self.unjudged else {})
+        return (
+            out
+            | ({"unjudged": self.unjudged} if self.unjudged else {})
+            | ({"cause": self.cause} if self.cause else {})
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:

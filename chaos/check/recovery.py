@@ -12,6 +12,7 @@ paused owner held, a start that handed an abort on to its resume.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from chaos.check.base import Check
@@ -42,43 +43,104 @@ CATALOG = {
 NOTHING_TO_DO = "completed (nothing to do: the contract plans finish completed for a finished session)"
 
 
-def carried_out(planned: dict[str, Any], appended: list[Any]) -> bool:
+def carried_out(planned: dict[str, Any], appended: list[Any], current: dict[str, Any] | None = None) -> bool:
     """Whether the first facts a resume appended (as written, even where rejected) are the one effect
-    ``planned`` describes."""
+    ``planned`` describes, in every field the contract defines for it."""
+    return departure(planned, appended, current) is None
+
+
+@dataclass(frozen=True)
+class Departure:
+    """How a resume's first facts depart from the plan: in words, and the field that differs when the
+    fact is of the planned kind (the failure key keeps the field, never its values)."""
+
+    text: str
+    field: str | None = None
+
+
+def _field(body: dict[str, Any], want: dict[str, Any], *names: str) -> Departure | None:
+    for name in names:
+        if name in want and body.get(name) != want[name]:
+            return Departure(f"{name} {body.get(name)!r} where the plan has {want[name]!r}", name)
+    return None
+
+
+def _started_as_declared(body: dict[str, Any], current: dict[str, Any] | None) -> Departure | None:
+    """A new ``toolStarted`` records the tool's current declaration and the current environment."""
+    if current is None:
+        return None
+    declared = next((t for t in current.get("tools", []) if t.get("name") == body.get("toolName")), None)
+    return (_field(body, declared, "replay", "replayKey") if declared else None) or _field(
+        body, current, "environmentIdentity"
+    )
+
+
+def _synthetic(got: Any, want: dict[str, Any]) -> Departure | None:
+    """A synthetic result entry against the plan's: the fields its kind of entry carries (an interrupted
+    one names its toolStarted, a pre-execution one the call's assistant entry and index)."""
+    kind, body = _kind(got)
+    result, message = body.get("result"), body.get("message")
+    if kind != "entry:tool" or not isinstance(result, dict) or not isinstance(message, dict):
+        return Departure(f"{kind}, not a synthetic tool result")
+    mine = {
+        "reason": result.get("reason"),
+        "content": message.get("content"),
+        "toolCallId": message.get("tool_call_id"),
+        "toolName": body.get("toolName"),
+        "toolStartedId": body.get("toolStartedId"),
+        "resultEntryId": got.get("id"),
+        "assistantEntryId": body.get("assistantEntryId"),
+        "toolIndex": body.get("toolIndex"),
+    }
+    own = ("toolStartedId", "resultEntryId") if "toolStartedId" in want else ("assistantEntryId", "toolIndex")
+    return _field(mine, want, "reason", "content", "toolCallId", "toolName", *own)
+
+
+def departure(
+    planned: dict[str, Any], appended: list[Any], current: dict[str, Any] | None = None
+) -> Departure | None:
+    """How the first facts a resume appended depart from ``planned`` (None: they carry it out): the fact
+    kind it wrote instead, or the first field whose value is not the plan's."""
     first = appended[0] if appended else None
     kind, body = _kind(first)
+    wanted = {
+        "startStep": "stepAttempt",
+        "closeAttempt": "stepFailed",
+        "finish": "operationFinished",
+        "appendSynthetic": "entry:tool",
+        "startTool": "toolStarted" if planned.get("mode") == "start" else "entry:tool",
+    }.get(planned["type"])
+    if wanted is None:  # blocked: nothing
+        return Departure(f"appended {kind}") if appended else None
+    if kind != wanted:
+        return Departure(f"{kind if appended else 'nothing'} where the plan needs {wanted}")
     match planned["type"]:
         case "startStep":
-            same_step = "stepId" not in planned or body.get("stepId") == planned["stepId"]
-            return (
-                kind == "stepAttempt"
-                and body.get("attempt") == planned["attempt"]
-                and body.get("contextThroughEntryId") == planned["contextThroughEntryId"]
-                and same_step
-            )
+            return _field(body, planned, "stepKind", "attempt", "contextThroughEntryId", "stepId")
         case "startTool" if planned["mode"] == "start":
-            where = (body.get("assistantEntryId"), body.get("toolIndex"))
-            return kind == "toolStarted" and where == (planned["assistantEntryId"], planned["toolIndex"])
+            return _field(body, planned, "assistantEntryId", "toolIndex", "toolName", "arguments") or (
+                _started_as_declared(body, current)
+            )
         case "startTool":
-            return kind == "entry:tool" and body.get("toolStartedId") == planned["toolStartedId"]
+            result = body.get("result")
+            made = result.get("type") if isinstance(result, dict) else None
+            if made not in ("success", "error"):
+                return Departure(f"a {made} result where the plan replays the tool (a real result)", "result")
+            return _field(body, planned, "toolStartedId")
         case "appendSynthetic":
-            firsts = appended[: len(planned["results"])]
-            return len(firsts) == len(planned["results"]) and all(
-                _result_reason(got) == want["reason"]
-                and isinstance(got, dict)
-                and got.get("id") == want.get("resultEntryId", got.get("id"))
-                for got, want in zip(firsts, planned["results"], strict=True)
+            results = planned["results"]
+            if len(appended) < len(results):
+                return Departure(
+                    f"{len(appended)} fact(s) where the plan has {len(results)} synthetic result(s)"
+                )
+            return next(
+                filter(None, (_synthetic(g, w) for g, w in zip(appended, results, strict=False))), None
             )
         case "closeAttempt":
-            error = body.get("error")
-            return (
-                kind == "stepFailed"
-                and isinstance(error, dict)
-                and error.get("code") == planned["error"]["code"]
-            )
+            return _field(body, planned, "error")
         case "finish":
-            return kind == "operationFinished" and body.get("outcome") == planned["outcome"]
-    return not appended  # blocked: nothing
+            return _field(body, planned, "outcome", "completion", "finalEntryId", "error")
+    return None
 
 
 def _kind(fact: Any) -> tuple[str, dict[str, Any]]:
@@ -121,6 +183,9 @@ def plans_followed(ev: Evidence) -> list[Check]:
         lines = appended_lines(before, after)
         appended = raw_facts(lines)
         did = _described(appended[0]) if appended else "nothing"
+        departed = departure(made.plan, appended, ev.current)
+        if departed is not None and appended:
+            did += f": {departed.text}"
         error = reduced(after).error
         if appended and error is not None and error.line > len(committed_lines(before)):
             did += f" (in a line the reducer rejects: {error.code})"
@@ -128,7 +193,7 @@ def plans_followed(ev: Evidence) -> list[Check]:
             Check(
                 "plan-followed",
                 f"{phase.name} carried out the oracle's plan",
-                carried_out(made.plan, appended),
+                departed is None,
                 plan_text(made.plan),
                 did,
             )

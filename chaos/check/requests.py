@@ -17,6 +17,8 @@ from chaos.contract.shapes import USAGE_KEYS
 from chaos.cycle.evidence import Evidence
 
 CATALOG = {
+    "requests-valid": "every model request is one the real provider accepts (calls and results paired by id, "
+    "ids unique, required fields present: chaos.world.strict)",
     "third-attempt": "no step got a third model request",
     "requests-attempted": "every model request belongs to a stepAttempt durable when it arrived, one request each",
     "usage-billed": "the usage recorded for each attempt is none, or exactly what the provider billed for it",
@@ -82,6 +84,24 @@ def usage_billed(ev: Evidence) -> Check:
     )
 
 
+def requests_valid(ev: Evidence) -> Check:
+    refused = [(n, r) for n, r in enumerate(ev.requests, 1) if r.get("refused")]
+    got, cause = "ok", ""
+    if refused:
+        n, first = refused[0]
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        got = f"request {n} refused with {first.get('status')}: {first['refused']}{more}"
+        cause = f"sent a request the provider refuses: {first.get('refusedRule')}"
+    return Check(
+        "requests-valid",
+        "every model request was one the real provider accepts",
+        not refused,
+        "no request a real provider refuses",
+        got,
+        cause=cause,
+    )
+
+
 def judge(ev: Evidence) -> list[Check]:
     most = max(ev.attempts_per_step.values(), default=0)
     third = Check(
@@ -91,4 +111,4 @@ def judge(ev: Evidence) -> list[Check]:
         "at most 2 requests per step",
         f"{most}",
     )
-    return [third, requests_attempted(ev), usage_billed(ev)]
+    return [requests_valid(ev), third, requests_attempted(ev), usage_billed(ev)]

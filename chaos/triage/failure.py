@@ -15,7 +15,9 @@ group across scenarios, boundaries, protocols, shards and agents:
    completed, failed or stopped at its length) and what it did instead (the
    kind of fact it appended and the fields recovery reads, or that it appended
    nothing, or how it ended);
-4. for a wrong outcome: what was expected and what the process reported.
+4. for a wrong outcome: what was expected and what the process reported;
+5. for a check that names its cause (``Check.cause``: the provider rule a request broke, what a request
+   said where the log says another thing): that cause.
 
 Checks that are not about plans or outcomes (the crash prefix, an effect that
 ran twice, a process left behind) key on the check alone; a timeout, a
@@ -34,7 +36,7 @@ import orjson
 from chaos.case.result import FailureRecord
 from chaos.case.verdict import Verdict
 from chaos.check import CATALOG
-from chaos.check.recovery import carried_out
+from chaos.check.recovery import carried_out, departure
 from chaos.contract.framing import committed_length, committed_lines
 from chaos.contract.kinds import kind_of
 from chaos.contract.reading import appended_lines, decision, raw_facts, reduced
@@ -159,10 +161,15 @@ def _first_step(ev: Evidence) -> Divergence | None:
         if made is None or made.row == "0-idle":
             continue
         appended = raw_facts(appended_lines(before, after))
-        if not carried_out(made.plan, appended):
+        departed = departure(made.plan, appended, ev.current)
+        if departed is not None:
             did, shape = _did(appended)
             planned = _planned(made.plan)
-            return Divergence(planned, did, [planned, shape])
+            if departed.field is None:
+                return Divergence(planned, did, [planned, shape])
+            return Divergence(
+                planned, f"{did} with another {departed.field}", [planned, shape, departed.field]
+            )
     return None
 
 
@@ -200,7 +207,7 @@ def _diverged_before_rejection(ev: Evidence) -> bool:
         made = decision(before, ev.current)
         if made is not None and made.row != "0-idle":
             appended = raw_facts(appended_lines(before, after))
-            if not carried_out(made.plan, appended):
+            if not carried_out(made.plan, appended, ev.current):
                 return error is None or error.line > len(committed_lines(before)) + 1
         if error is not None and error.line > reduced(before).line:
             return False
@@ -224,6 +231,8 @@ def failure_of(verdict: Verdict) -> Failure | None:
         where = tuple(sorted(named))
     about = first.id in _ABOUT_PLANS
     diverged = divergence(verdict.evidence, first.id, first.expected, first.got) if about else None
+    if diverged is None and first.cause:
+        diverged = Divergence(None, first.cause, ["cause", first.cause])
     return Failure(first.id, diverged, where)
 
 

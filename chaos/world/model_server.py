@@ -6,7 +6,9 @@ retried attempt or the request after a replay gets the answer the script means
 even across crashes and resumes. Every request is recorded with what the world
 knew when it arrived: the ``stepAttempt`` that was durable and open in the log
 (an agent must record an attempt before it sends), and the usage the answer
-billed. A request can be *held* (the server keeps the response until released,
+billed. A request the real provider would refuse (``chaos.world.strict``) is refused
+the same way, with its status and error body, and recorded with the reason. A
+request can be *held* (the server keeps the response until released,
 so a kill lands while the model request is in flight), and so can a streamed
 answer after a number of its chunks.
 """
@@ -26,6 +28,7 @@ from typing import Any
 from chaos.scenario.model import Turn
 from chaos.world.misbehave import answer_badly
 from chaos.world.protocols import PROTOCOLS, Answer, Protocol, Rejected
+from chaos.world.strict import refusal
 
 COMPACTION_MARKER = "Summarize the conversation"
 
@@ -48,6 +51,8 @@ class Request:
     billed: dict[str, int] | None = None  # the usage a successful answer carried, in the contract's terms
     protocol: str = ""
     fault: str | None = None  # how a network fault made the server answer it
+    refused: str | None = None  # why the real provider would refuse it (chaos.world.strict): answered so
+    refused_rule: str | None = None  # the rule it broke, in words that are the same for every protocol
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +66,9 @@ class Request:
             "billed": self.billed,
             "protocol": self.protocol,
             "fault": self.fault,
+            "refused": self.refused,
+            "refusedRule": self.refused_rule,
+            "body": self.body,
         }
 
 
@@ -253,14 +261,30 @@ class ModelServer:
             return
         try:
             body = json.loads(handler.rfile.read(int(handler.headers.get("Content-Length", "0"))))
-            conversation = protocol.conversation(body)
-        except (ValueError, KeyError, TypeError, Rejected) as err:
+            refused = refusal(protocol.name, body) if isinstance(body, dict) else None
+            conversation = None if refused else protocol.conversation(body)
+        except (ValueError, KeyError, TypeError, AttributeError, Rejected) as err:
             send_json(handler, 400, protocol.error(400, f"not a {protocol.name} request: {err}"))
+            return
+        attempt, rejected = self.attempt_of() if self.attempt_of else (None, None)
+        if conversation is None:  # what the real provider refuses is refused here, before any script
+            assert refused is not None
+            key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+            request = Request(-1, key, False, time.time(), body, attempt, rejected, protocol=protocol.name)
+            request.status, request.refused, request.refused_rule = (
+                refused.status,
+                refused.reason,
+                refused.rule,
+            )
+            with self._lock:
+                self.requests.append(request)
+                self._answered.add(len(self.requests))
+                self._lock.notify_all()
+            send_json(handler, refused.status, refused.body)
             return
         compaction = COMPACTION_MARKER in conversation.system
         turn = conversation.assistant_turns
         key = hashlib.sha256(json.dumps(conversation.messages, sort_keys=True).encode()).hexdigest()[:16]
-        attempt, rejected = self.attempt_of() if self.attempt_of else (None, None)
         request = Request(
             turn, key, compaction, time.time(), body, attempt, rejected=rejected, protocol=protocol.name
         )

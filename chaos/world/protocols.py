@@ -74,9 +74,84 @@ def _sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     return (f"event: {event}\n" if event else "").encode() + f"data: {payload}\n\n".encode()
 
 
+@dataclass(frozen=True)
+class Said:
+    """One thing a conversation says, in neutral terms, whatever the wire: a user's or the assistant's
+    text, a tool call (its id, name and arguments: the JSON value, or the raw text when it is not JSON),
+    or a tool's result (the call's id and the result's text). ``request-context`` compares what a
+    request said with what the log made durable, item by item."""
+
+    kind: str  # user | assistant | call | result
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    arguments: Any = None
+
+
+def arguments_value(text: Any) -> Any:
+    """Tool-call arguments as the JSON value they spell (the raw text when they spell none)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of parts or blocks, joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
+    return ""
+
+
+def said_of_messages(messages: list[Any]) -> list[Said]:
+    """What chat-completion-shaped messages say (the log's own shape, and chat completions' wire)."""
+    out: list[Said] = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") in ("system", "developer"):
+            continue
+        if m.get("role") == "tool":
+            out.append(Said("result", text_of(m.get("content")), id=str(m.get("tool_call_id"))))
+            continue
+        if text_of(m.get("content")):
+            out.append(Said(str(m.get("role")), text_of(m.get("content"))))
+        for c in m.get("tool_calls") or []:
+            f = c.get("function") or {}
+            out.append(
+                Said(
+                    "call",
+                    id=str(c.get("id")),
+                    name=str(f.get("name")),
+                    arguments=arguments_value(f.get("arguments")),
+                )
+            )
+    return out
+
+
+def definition(name: Any, description: Any, parameters: Any) -> dict[str, Any]:
+    """A tool's model-facing definition, as its ``definitionDigest`` covers it (contract, section 5)."""
+    return {"name": name, "description": description, "parameters": parameters}
+
+
 class Protocol:
     name = ""
     path = ""
+    carries_raw_arguments = True  # False: tool-call arguments travel as an object (none that is not JSON)
+
+    def said(self, body: dict[str, Any]) -> list[Said]:
+        """What the request's conversation says, system prompt and tool definitions aside."""
+        return said_of_messages(body.get("messages") or [])
+
+    def tools(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The tool definitions the request declares, each as ``definition`` spells it."""
+        out = []
+        for t in body.get("tools") or []:
+            f = t.get("function") or {}
+            out.append(definition(f.get("name"), f.get("description"), f.get("parameters")))
+        return out
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         raise NotImplementedError
@@ -186,6 +261,30 @@ class Anthropic(Protocol):
         return Conversation(
             messages, turns, str(system), str(body.get("model", "scripted")), bool(body.get("stream"))
         )
+
+    carries_raw_arguments = False  # a tool_use input is an object
+
+    def said(self, body: dict[str, Any]) -> list[Said]:
+        out: list[Said] = []
+        for turn in body.get("messages") or []:
+            content = turn.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+            for b in blocks:
+                kind = b.get("type")
+                if kind == "text" and b.get("text"):
+                    out.append(Said(str(turn.get("role")), str(b["text"])))
+                elif kind == "tool_use":
+                    args = b.get("input")
+                    out.append(Said("call", id=str(b.get("id")), name=str(b.get("name")), arguments=args))
+                elif kind == "tool_result":
+                    out.append(Said("result", text_of(b.get("content")), id=str(b.get("tool_use_id"))))
+        return out
+
+    def tools(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            definition(t.get("name"), t.get("description"), t.get("input_schema"))
+            for t in body.get("tools") or []
+        ]
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         kinds = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
@@ -310,6 +409,28 @@ class OpenAIResponses(Protocol):
         return Conversation(
             items, turns, system, str(body.get("model", "scripted")), bool(body.get("stream"))
         )
+
+    def said(self, body: dict[str, Any]) -> list[Said]:
+        items = body.get("input")
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
+        out: list[Said] = []
+        for i in items:
+            kind = i.get("type")
+            if kind == "function_call":
+                args = arguments_value(i.get("arguments"))
+                out.append(Said("call", id=str(i.get("call_id")), name=str(i.get("name")), arguments=args))
+            elif kind == "function_call_output":
+                out.append(Said("result", text_of(i.get("output")), id=str(i.get("call_id"))))
+            elif i.get("role") in ("user", "assistant") and text_of(i.get("content")):
+                out.append(Said(str(i["role"]), text_of(i.get("content"))))
+        return out
+
+    def tools(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            definition(t.get("name"), t.get("description"), t.get("parameters"))
+            for t in body.get("tools") or []
+            if t.get("type") == "function"
+        ]
 
     def _usage(self, usage: dict[str, int]) -> dict[str, Any]:
         prompt = usage["input"] + usage["cacheRead"]

@@ -21,7 +21,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from chaos.contract import SessionState, plan_recovery
+from chaos.contract import SYNTHETIC_CONTENT, SessionState, plan_recovery
 from chaos.contract import facts as F
 from chaos.contract.digest import digest
 
@@ -49,6 +49,16 @@ BUGS = (
     "ignore-log-errors",
     "resume-ignores-abort",
     "abort-shortcut",
+    "results-reordered",
+    "undigested-definition",
+    "compaction-wrong-range",
+    "hide-synthetic-results",
+    "truncated-as-normal",
+    "finish-other-error",
+    "abort-other-message",
+    "give-up-on-replay",
+    "stale-replay-key",
+    "retry-forgets-step",
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
@@ -165,6 +175,7 @@ class Agent:
             and st.operation.abort_requested
         ):
             return {"type": "finish", "outcome": "completed", "ignored": True}  # an abort it did not start
+        plan = self._misread(st, plan)
         step = st.operation.step if st.operation else None
         if "old-gate-order" in self.bugs and step is not None and step.status == "failed":
             return {"type": "finish", "outcome": "failed", "error": step.error}  # failure before the gates
@@ -184,6 +195,44 @@ class Agent:
                     "stale": True,
                 }
         return plan
+
+    def _misread(self, st: SessionState, plan: dict[str, Any]) -> dict[str, Any]:
+        """Bug switches that carry out a plan with a field of their own: each passes the reducer."""
+        kind = plan["type"]
+        if kind == "finish" and plan.get("completion") == "truncated" and "truncated-as-normal" in self.bugs:
+            return {**plan, "completion": "normal"}
+        if kind == "finish" and plan["outcome"] == "failed" and "finish-other-error" in self.bugs:
+            return {**plan, "error": {"code": "failed", "message": "the step failed"}}
+        if kind == "startStep" and plan["attempt"] == 2 and "retry-forgets-step" in self.bugs:
+            return {k: v for k, v in plan.items() if k != "stepId"}  # the retry gets a step of its own
+        if kind == "closeAttempt" and "abort-other-message" in self.bugs:
+            return {**plan, "error": {**plan["error"], "message": "Cancelled by the user"}}
+        replaying = kind == "startTool" and plan["mode"] == "replay" and st.operation is not None
+        if replaying and self.recovering and "give-up-on-replay" in self.bugs:
+            call = st.operation.tool_calls[plan["toolStartedId"]]  # type: ignore[union-attr]
+            synthetic = {k: call[k] for k in ("assistantEntryId", "toolIndex", "toolCallId", "toolName")}
+            synthetic |= {"toolStartedId": call.tool_started_id, "resultEntryId": call["resultEntryId"]}
+            synthetic |= {"reason": "interrupted", "content": SYNTHETIC_CONTENT["interrupted"]}
+            return {"type": "appendSynthetic", "results": [synthetic]}  # gives up on a safe read
+        return plan
+
+    def _sent(self, st: SessionState, kind: str) -> list[dict[str, Any]]:
+        """The conversation a request carries: the active context, or what a bug switch makes of it."""
+        messages = [m for _, m in st.active]
+        if "hide-synthetic-results" in self.bugs:  # as if synthetic results were the agent's own business
+            synthetic = set(SYNTHETIC_CONTENT.values())
+            messages = [m for m in messages if not (m["role"] == "tool" and m["content"] in synthetic)]
+        if "results-reordered" in self.bugs:  # each run of tool results, last call first
+            out: list[dict[str, Any]] = []
+            for m in messages:
+                run = 0
+                while m["role"] == "tool" and run < len(out) and out[len(out) - 1 - run]["role"] == "tool":
+                    run += 1
+                out.insert(len(out) - run, m)
+            messages = out
+        if kind == "compaction" and self.recovering and "compaction-wrong-range" in self.bugs:
+            messages = messages[1:]  # a resumed compaction that summarises from the second entry on
+        return messages
 
     def _abort(self, session: SessionFile) -> bool:
         """Make an abort durable (True), unless nothing is left to abort."""
@@ -220,11 +269,12 @@ class Agent:
         op = st.operation
         assert op is not None and op.step is not None
         system = COMPACTION_PROMPT if op.kind == "compaction" else SYSTEM_PROMPT
-        body: dict[str, Any] = {
-            "messages": [{"role": "system", "content": system}, *(m for _, m in st.active)]
-        }
+        body: dict[str, Any] = {"messages": [{"role": "system", "content": system}, *self._sent(st, op.kind)]}
         if op.kind == "run":
-            body["tools"] = [{"type": "function", "function": d["definition"]} for d in self.tools.values()]
+            definitions = [d["definition"] for d in self.tools.values()]
+            if "undigested-definition" in self.bugs:  # a description edited after its digest was taken
+                definitions = [{**d, "description": d["description"] + " Prefer it."} for d in definitions]
+            body["tools"] = [{"type": "function", "function": d} for d in definitions]
         body.update(OUTPUT_OPTIONS)
         attempt_id = op.step.attempt_id
         try:
@@ -258,12 +308,15 @@ class Agent:
         assert op is not None and assistant is not None
         index, name = plan["toolIndex"], plan["toolName"]
         if plan["mode"] == "start":
+            declared = self.tools[name]
+            if self.recovering and "stale-replay-key" in self.bugs:  # the key of the tool's older version
+                declared = {**declared, "replayKey": declared["replayKey"].rsplit(":", 1)[0] + ":v0"}
             intent = F.tool_started(
                 op,
                 assistant,
                 index,
                 plan["arguments"],
-                self.tools[name],
+                declared,
                 session.writer.new_id(),
                 self.environment_identity,
             )

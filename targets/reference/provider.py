@@ -197,16 +197,20 @@ class _Messages:
                     try:
                         arguments = json.loads(c["function"]["arguments"])
                     except ValueError:
-                        arguments = c["function"]["arguments"]
+                        arguments = None
+                    if not isinstance(arguments, dict):
+                        arguments = {}  # Messages takes an object only; the log keeps what the model sent
                     blocks.append(
                         {"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": arguments}
                     )
             else:
-                role, blocks = m["role"], [{"type": "text", "text": m["content"]}]
+                role, blocks = m["role"], [{"type": "text", "text": m["content"]}] if m["content"] else []
+            if not blocks:
+                continue  # Messages refuses empty turns and empty text blocks: an empty message says nothing
             if turns and turns[-1]["role"] == role:  # Messages alternate: same-role turns merge
                 turns[-1]["content"] += blocks
             else:
-                turns.append({"role": role, "content": blocks or [{"type": "text", "text": ""}]})
+                turns.append({"role": role, "content": blocks})
         tools = [
             {"name": t["name"], "description": t.get("description", ""), "input_schema": t["parameters"]}
             for t in _tools(chat)
