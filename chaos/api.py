@@ -29,16 +29,19 @@ from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.hooks import AfterCase, Judge
+from chaos.mine.from_log import Inferred, NotReplayable, scenario_from_log
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
+from chaos.mine.recording import Recording, record_session
 from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
-from chaos.scenario.model import Scenario
+from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
 from chaos.scenario.target import Target, find_target, load_target
 from chaos.sweep.runner import Sweep, sweep_all
 from chaos.sweep.settings import Settings
 from chaos.triage.groups import read_baseline
+from chaos.world.recorder import Upstream
 
 ScenarioRef = Scenario | str | Path
 TargetRef = Target | str | Path
@@ -121,6 +124,77 @@ def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 2
 def current(ref: TargetRef, target_env: dict[str, str] | None = None) -> dict[str, Any]:
     """The planner's current configuration of a target, as its configuration command prints it."""
     return target_current(target_of(ref), target_env or {})
+
+
+WORKSPACE_SKIP = (".tiny-agent", ".git", "__pycache__", "node_modules")
+WORKSPACE_LIMIT = 256 * 1024  # bytes: a larger file is left out of a scenario written from a log
+
+
+def workspace_files(folder: Path) -> dict[str, WorkspaceFile]:
+    """The text files of a workspace as a scenario holds them (agent state, VCS folders, binaries and
+    files over 256 KiB left out)."""
+    if not folder.is_dir():
+        raise UsageError(f"--workspace {folder}: not a folder")
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(part in WORKSPACE_SKIP for part in relative.parts) or not path.is_file() or path.is_symlink():
+            continue
+        if path.stat().st_size > WORKSPACE_LIMIT:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        out[relative.as_posix()] = WorkspaceFile(text, executable=bool(path.stat().st_mode & 0o111))
+    problem = files_problem(list(out))
+    if problem:
+        raise UsageError(f"--workspace {folder}: {problem}")
+    return out
+
+
+def from_log(
+    log: Path, target: TargetRef | None = None, workspace: Path | None = None, name: str | None = None
+) -> Inferred:
+    """A scenario that replays the session log ``log`` (its last operation, crashed where the log ends),
+    with what was inferred and what could not be; ``target``'s declarations are compared with the
+    log's, ``workspace`` (a folder) gives the files as they are."""
+    try:
+        data = log.read_bytes()
+    except OSError as err:
+        raise UsageError(f"{log}: cannot read: {err.strerror}") from None
+    chosen = target_of(target)
+    files = workspace_files(workspace) if workspace is not None else None
+    try:
+        inferred = scenario_from_log(data, name or f"from-{log.stem}", current(chosen), files)
+    except NotReplayable as err:
+        raise UsageError(f"{log}: {err}") from None
+    return replace(inferred, scenario=replace(inferred.scenario, target=chosen.name))
+
+
+def record(
+    prompt: str,
+    upstream: str,
+    target: TargetRef | None = None,
+    *,
+    target_env: dict[str, str] | None = None,
+    workspace: Path | None = None,
+    name: str = "recorded",
+    results: Path | None = None,
+    timeout: float = 300.0,
+) -> Recording:
+    """Run ``target`` once on ``prompt`` against a real provider (``upstream``, its base URL such as
+    ``https://api.openai.com/v1``) through a recording proxy; the scenario replays its answers offline.
+    Credentials (from ``target_env``) pass through to the provider and are never written."""
+    if not upstream.startswith(("http://", "https://")):
+        raise UsageError(
+            f"--upstream {upstream!r}: give the provider's base URL, e.g. https://api.openai.com/v1"
+        )
+    folder = results or Path("results") / "record" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    files = workspace_files(workspace) if workspace is not None else {}
+    return record_session(
+        prompt, target_of(target), target_env or {}, Upstream(upstream), files, folder, name, timeout
+    )
 
 
 def default_scenarios() -> list[Path]:

@@ -28,7 +28,7 @@ from chaos.contract import reduce
 from chaos.contract.framing import FramingError, committed_lines, parse_json, parse_line
 from chaos.contract.synth import synthesize
 
-EXAMPLES = 10_000
+EXAMPLES = 4_000  # 10,000 found nothing more in any run so far; the suite must fit CI's budget
 
 
 class _Refused(ValueError):
@@ -169,7 +169,7 @@ def json_bytes(draw: st.DrawFn) -> bytes:
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.mark.slow  # 10,000 examples
+@pytest.mark.slow  # 4,000 examples
 @SETTINGS
 @given(json_bytes())
 @example(b'{"a":"x","b":" :)"}')

@@ -21,6 +21,7 @@ from tests.test_run import CAUGHT
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
+SMALL = str(REPO / "scenarios" / "live-429-failed.toml")  # few boundaries, one log each
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 DEPLOY = str(REPO / "scenarios" / "pending-deploy-interrupted.toml")
 
@@ -176,12 +177,12 @@ def test_another_oracle_that_disagrees_is_a_finding(
     liar.write_text("import json\nprint(json.dumps({'ok': True, 'state': {}}))\n")
     honest = f"{sys.executable} -m chaos reduce"
     code, out = _sweep(
-        capsys, SECTION8, "-j", "2", "--results", str(tmp_path / "h"), "--mine", "none", "--oracle", honest
+        capsys, SMALL, "-j", "2", "--results", str(tmp_path / "h"), "--mine", "none", "--oracle", honest
     )
     assert code == 0, out
     code, out = _sweep(
         capsys,
-        SECTION8,
+        SMALL,
         "-j",
         "2",
         "--results",

@@ -82,6 +82,8 @@ def _synthetic(got: Any, want: dict[str, Any]) -> Departure | None:
     result, message = body.get("result"), body.get("message")
     if kind != "entry:tool" or not isinstance(result, dict) or not isinstance(message, dict):
         return Departure(f"{kind}, not a synthetic tool result")
+    if result.get("type") != "synthetic":
+        return Departure(f"a {result.get('type')} result, not a synthetic one")
     mine = {
         "reason": result.get("reason"),
         "content": message.get("content"),

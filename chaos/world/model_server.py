@@ -27,7 +27,8 @@ from typing import Any
 
 from chaos.scenario.model import Turn
 from chaos.world.misbehave import answer_badly
-from chaos.world.protocols import PROTOCOLS, Answer, Protocol, Rejected
+from chaos.world.protocols import PROTOCOLS, Answer, Conversation, Protocol, Rejected
+from chaos.world.recorder import Upstream, UpstreamFailed
 from chaos.world.strict import refusal
 
 COMPACTION_MARKER = "Summarize the conversation"
@@ -156,6 +157,8 @@ class ModelServer:
         self._held_streams: set[int] = set()  # streamed answers now held mid-stream
         self._closing = False
         self.fault: Exception | None = None  # the server itself failed while answering (chaos's own bug)
+        self.upstream: Upstream | None = None  # forward to a real provider instead (chaos record)
+        self.recorded: list[tuple[int, bool, Turn]] = []  # (turn index, compaction, the answer as a turn)
         self._token = secrets.token_hex(8)
         self._hub = _Hub.get()
         self._hub.worlds[self._token] = self
@@ -260,7 +263,11 @@ class ModelServer:
             send_json(handler, 404, {"error": {"message": f"no such endpoint; served: {paths}"}})
             return
         try:
-            body = json.loads(handler.rfile.read(int(handler.headers.get("Content-Length", "0"))))
+            raw = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))
+            body = json.loads(raw)
+            if self.upstream is not None:
+                self._record(handler, protocol, path, raw, protocol.conversation(body), body)
+                return
             refused = refusal(protocol.name, body) if isinstance(body, dict) else None
             conversation = None if refused else protocol.conversation(body)
         except (ValueError, KeyError, TypeError, AttributeError, Rejected) as err:
@@ -329,6 +336,35 @@ class ModelServer:
             self._stream(handler, protocol, answer)
         else:
             send_json(handler, 200, answer.body)
+
+    def _record(
+        self,
+        handler: BaseHTTPRequestHandler,
+        protocol: Protocol,
+        path: str,
+        raw: bytes,
+        conversation: Conversation,
+        body: dict[str, Any],
+    ) -> None:
+        """Forwarding (``chaos record``): the upstream answers; its answer is kept as the turn it was."""
+        assert self.upstream is not None
+        compaction = COMPACTION_MARKER in conversation.system
+        attempt, rejected = self.attempt_of() if self.attempt_of else (None, None)
+        key = hashlib.sha256(json.dumps(conversation.messages, sort_keys=True).encode()).hexdigest()[:16]
+        request = Request(conversation.assistant_turns, key, compaction, time.time(), body, attempt, rejected)
+        request.protocol = protocol.name
+        with self._lock:
+            self.requests.append(request)
+        try:
+            turn = self.upstream.forward(handler, protocol, path, raw)
+        except UpstreamFailed as err:
+            self.fault = self.fault or err
+            send_json(handler, 502, protocol.error(502, f"chaos record: {err}"))
+            return
+        request.status = turn.error or 200
+        with self._lock:
+            self._answered.add(len(self.requests))
+            self.recorded.append((conversation.assistant_turns, compaction, turn))
 
     def _stream(self, handler: BaseHTTPRequestHandler, protocol: Protocol, answer: Answer) -> None:
         """Send the answer as server-sent events, holding it mid-stream when a boundary asks."""

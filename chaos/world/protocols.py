@@ -131,6 +131,26 @@ def said_of_messages(messages: list[Any]) -> list[Said]:
     return out
 
 
+def recorded_turn(text: str, calls: list[tuple[str, Any]], finish: str, usage: dict[str, int]) -> Turn:
+    """A turn from what an answer said: its text, its calls (name, arguments as sent: an object, or the
+    raw text), how it finished (stop, tool_calls, length) and what it billed; the finish is written
+    only where the script could not derive it."""
+    tool_calls = [{"name": name, "arguments": _object_or_text(arguments)} for name, arguments in calls]
+    derived = "tool_calls" if tool_calls else "stop"
+    return Turn(text or None, tool_calls, None if finish == derived else finish, usage=usage)
+
+
+def _object_or_text(arguments: Any) -> Any:
+    value = arguments_value(arguments)
+    return (
+        value
+        if isinstance(value, dict)
+        else arguments
+        if isinstance(arguments, str)
+        else json.dumps(arguments)
+    )
+
+
 def definition(name: Any, description: Any, parameters: Any) -> dict[str, Any]:
     """A tool's model-facing definition, as its ``definitionDigest`` covers it (contract, section 5)."""
     return {"name": name, "description": description, "parameters": parameters}
@@ -161,6 +181,14 @@ class Protocol:
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "scripted_error", "code": status}}
+
+    def read_answer(self, body: dict[str, Any]) -> Turn:
+        """A real answer (a provider's JSON body) as the scripted turn that gives it back (chaos record)."""
+        raise NotImplementedError
+
+    def read_stream(self, events: list[dict[str, Any]]) -> Turn:
+        """A real streamed answer (its events' data, in order) as the scripted turn that gives it back."""
+        raise NotImplementedError
 
     def billed(self, usage: dict[str, int]) -> dict[str, int]:
         """The usage an answer carries, back in the contract's terms."""
@@ -199,6 +227,45 @@ class OpenAIChat(Protocol):
 
     def billed(self, usage: dict[str, int]) -> dict[str, int]:
         return {**super().billed(usage), "cacheWrite": 0}  # chat completions report no cache writes
+
+    FINISH: ClassVar[dict[str, str]] = {"stop": "stop", "tool_calls": "tool_calls", "length": "length"}
+
+    @staticmethod
+    def _counted(usage: dict[str, Any] | None) -> dict[str, int]:
+        u = usage or {}
+        cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        prompt = int(u.get("prompt_tokens") or 0)
+        return {
+            "input": prompt - cached,
+            "output": int(u.get("completion_tokens") or 0),
+            "cacheRead": cached,
+            "cacheWrite": 0,
+        }
+
+    def read_answer(self, body: dict[str, Any]) -> Turn:
+        choice = body["choices"][0]
+        message = choice.get("message") or {}
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+        finish = self.FINISH.get(str(choice.get("finish_reason")), "stop")
+        return recorded_turn(text_of(message.get("content")), calls, finish, self._counted(body.get("usage")))
+
+    def read_stream(self, events: list[dict[str, Any]]) -> Turn:
+        calls: dict[int, tuple[str, str]] = {}
+        text, finish, usage = "", "stop", None
+        for event in events:
+            usage = event.get("usage") or usage
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text += delta.get("content") or ""
+                for piece in delta.get("tool_calls") or []:
+                    name, arguments = calls.get(piece.get("index", 0), ("", ""))
+                    function = piece.get("function") or {}
+                    calls[piece.get("index", 0)] = (
+                        name + (function.get("name") or ""),
+                        arguments + (function.get("arguments") or ""),
+                    )
+                finish = self.FINISH.get(str(choice.get("finish_reason")), finish)
+        return recorded_turn(text, [calls[i] for i in sorted(calls)], finish, self._counted(usage))
 
     def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
         model = conversation.model
@@ -289,6 +356,47 @@ class Anthropic(Protocol):
     def error(self, status: int, message: str) -> dict[str, Any]:
         kinds = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
         return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+
+    @staticmethod
+    def _counted(u: dict[str, Any]) -> dict[str, int]:
+        return {
+            "input": int(u.get("input_tokens") or 0),
+            "output": int(u.get("output_tokens") or 0),
+            "cacheRead": int(u.get("cache_read_input_tokens") or 0),
+            "cacheWrite": int(u.get("cache_creation_input_tokens") or 0),
+        }
+
+    def read_answer(self, body: dict[str, Any]) -> Turn:
+        blocks = body.get("content") or []
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        calls = [(b["name"], b.get("input")) for b in blocks if b.get("type") == "tool_use"]
+        finish = {v: k for k, v in self.STOP.items()}.get(str(body.get("stop_reason")), "stop")
+        return recorded_turn(text, calls, finish, self._counted(body.get("usage") or {}))
+
+    def read_stream(self, events: list[dict[str, Any]]) -> Turn:
+        blocks: dict[int, dict[str, Any]] = {}
+        usage: dict[str, Any] = {}
+        stop = "end_turn"
+        for event in events:
+            kind = event.get("type")
+            if kind == "message_start":
+                usage |= (event.get("message") or {}).get("usage") or {}
+            elif kind == "content_block_start":
+                blocks[event["index"]] = {**event["content_block"], "json": ""}
+            elif kind == "content_block_delta":
+                block, delta = blocks[event["index"]], event["delta"]
+                block["text"] = block.get("text", "") + delta.get("text", "")
+                block["json"] += delta.get("partial_json", "")
+            elif kind == "message_delta":
+                stop = (event.get("delta") or {}).get("stop_reason") or stop
+                usage |= {k: v for k, v in (event.get("usage") or {}).items() if v is not None}
+        content = [
+            {**b, "input": arguments_value(b["json"]) if b["json"] else b.get("input", {})}
+            if b.get("type") == "tool_use"
+            else b
+            for _, b in sorted(blocks.items())
+        ]
+        return self.read_answer({"content": content, "stop_reason": stop, "usage": usage})
 
     def _usage(self, usage: dict[str, int]) -> dict[str, int]:
         return {
@@ -444,6 +552,28 @@ class OpenAIResponses(Protocol):
 
     def billed(self, usage: dict[str, int]) -> dict[str, int]:
         return {**super().billed(usage), "cacheWrite": 0}
+
+    def read_answer(self, body: dict[str, Any]) -> Turn:
+        output = body.get("output") or []
+        text = "".join(text_of(item.get("content")) for item in output if item.get("type") == "message")
+        calls = [(i["name"], i.get("arguments")) for i in output if i.get("type") == "function_call"]
+        finish = "length" if body.get("status") == "incomplete" else "tool_calls" if calls else "stop"
+        u = body.get("usage") or {}
+        cached = int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+        usage = {
+            "input": int(u.get("input_tokens") or 0) - cached,
+            "output": int(u.get("output_tokens") or 0),
+            "cacheRead": cached,
+            "cacheWrite": 0,
+        }
+        return recorded_turn(text, calls, finish, usage)
+
+    def read_stream(self, events: list[dict[str, Any]]) -> Turn:
+        ends = ("response.completed", "response.incomplete", "response.failed")
+        final = next((e["response"] for e in reversed(events) if e.get("type") in ends), None)
+        if final is None:
+            raise Rejected("the stream ended without its final response event")
+        return self.read_answer(final)
 
     def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
         model = conversation.model
