@@ -29,6 +29,7 @@ from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.hooks import AfterCase, Judge
+from chaos.mine.corpus import FixtureVerdict, NotACorpus, check_corpus
 from chaos.mine.from_log import Inferred, NotReplayable, scenario_from_log
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
@@ -38,6 +39,8 @@ from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
 from chaos.scenario.target import Target, find_target, load_target
+from chaos.sweep.recheck import Change
+from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
 from chaos.sweep.settings import Settings
 from chaos.triage.groups import read_baseline
@@ -195,6 +198,29 @@ def record(
     return record_session(
         prompt, target_of(target), target_env or {}, Upstream(upstream), files, folder, name, timeout
     )
+
+
+@dataclass
+class RecheckResult(SweepResult):
+    changes: list[Change] = field(default_factory=list)  # cases whose verdict is not what it was
+    missing: list[str] = field(default_factory=list)  # cases whose evidence was not kept (kept as stored)
+
+
+def recheck(paths: Sequence[Path], out: Path | None = None, *, junit: Path | None = None) -> RecheckResult:
+    """Judge stored results (a run's folder, a sweep's, a merge's) again with this chaos's oracle and
+    checks, running nothing; write the summary and report under ``out`` and say what changed."""
+    folder = out or Path("results") / "recheck" / time.strftime("%Y%m%d-%H%M%S")
+    done = recheck_cases([Path(p) for p in paths])
+    summary = publish(done.results, folder, 0.0, junit=junit, journal=True)
+    return RecheckResult(folder, summary, changes=done.changes, missing=done.missing)
+
+
+def check_fixtures(corpus: Path) -> list[FixtureVerdict]:
+    """Every fixture of a corpus in the golden layout re-reduced and re-planned against its expectation."""
+    try:
+        return check_corpus(corpus)
+    except NotACorpus as err:
+        raise UsageError(str(err)) from None
 
 
 def default_scenarios() -> list[Path]:

@@ -4,7 +4,8 @@ Each phase's log is saved the moment its process is gone (the crash prefix
 before anything touches it); the rest (the scenario and target as used, the
 oracle's reductions and plans, the model server's requests, the ledger, the
 verdict and the reproduce command) when the verdict is in. No stage of chaos
-reads these files back: they are for people, and for ``--oracle`` commands.
+reads these files back while it runs: they are for people, for ``--oracle`` commands, and for
+``chaos recheck``, which judges a stored case again from them alone (``chaos.case.reread``).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
 
 RESULTS = Path("results/runs")
+# What a passing case of a sweep keeps: its report line, and the evidence ``chaos recheck`` judges again
+# (every log, the requests, the ledger); the processes' output and the oracle's files go.
 KEEP = (
     "verdict.json",
     "reproduce",
     "scenario.toml",
     "target.toml",
-    "prefix.jsonl",
-    "final.jsonl",
     "current.json",
+    "requests.json",
+    "ledger.json",
 )
 
 
@@ -80,6 +83,14 @@ class Record:
             self._oracle("final", evidence.final, evidence.current)
         dump(self.folder / "requests.json", evidence.requests)
         dump(self.folder / "ledger.json", evidence.ledger)
+        previous = b""
+        for phase in evidence.phases:  # what a phase started from, where it is not the log before it left
+            stem = log_file(phase).removesuffix(".jsonl")
+            if phase.log_before != previous:
+                (self.folder / f"{stem}.before.jsonl").write_bytes(phase.log_before)
+            if phase.log_written is not None:
+                (self.folder / f"{stem}.written.jsonl").write_bytes(phase.log_written)
+            previous = phase.log_after
 
     def write_verdict(self, verdict: dict[str, Any], reproduce: str) -> None:
         dump(self.folder / "verdict.json", verdict)
@@ -88,5 +99,5 @@ class Record:
     def prune(self) -> None:
         """A passing case of a sweep keeps only what its report line needs (unless --keep-all)."""
         for path in self.folder.iterdir():
-            if path.name not in KEEP:
+            if path.name not in KEEP and path.suffix != ".jsonl":
                 shutil.rmtree(path) if path.is_dir() else path.unlink()

@@ -15,12 +15,12 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from chaos.cli import debug, explore, oracle, record, run, scenario, sweep, target
+from chaos.cli import debug, explore, oracle, recheck, record, run, scenario, sweep, target
 from chaos.cli.options import say
 from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
 from chaos.world.sandbox import remove_stale
 
-COMMANDS = (run, sweep, explore, scenario, record, target, debug, oracle)
+COMMANDS = (run, sweep, explore, scenario, record, recheck, target, debug, oracle)
 EPILOG = """exit statuses: 0 nothing found; 1 a finding against the agent; 2 unusable input (a bad
 scenario, target or option, named with its file, line and field); 3 chaos itself failed (not the
 agent; please report it); 130 interrupted (every agent chaos started is dead)"""

@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -66,13 +66,23 @@ class PhaseResult:
     strays: list[str]
     durable: int | None
     written: int | None
+    # what judging the phase again needs (chaos recheck); an older verdict.json lacks them
+    killed: bool = False
+    wrote_early: bool = False
+    ledger_before: int = 0
+    synced_at_ledger: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PhaseResult:
-        return cls(**{f.name: data[camel(f.name)] for f in fields(cls)})
+        return cls(
+            **{
+                f.name: data[camel(f.name)] if f.default is MISSING else data.get(camel(f.name), f.default)
+                for f in fields(cls)
+            }
+        )
 
 
 def camel(name: str) -> str:
@@ -179,6 +189,10 @@ class Phase:
             strays=self.strays,
             durable=self.durable,
             written=None if self.log_written is None else len(self.log_written),
+            killed=self.killed,
+            wrote_early=self.wrote_early,
+            ledger_before=self.ledger_before,
+            synced_at_ledger=self.synced_at_ledger,
         )
 
 

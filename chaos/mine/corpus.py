@@ -1,0 +1,77 @@
+"""A fixture corpus judged again: every log re-reduced and every planner case re-planned by the current
+oracle, against what the corpus expects (``chaos fixtures check``).
+
+A contract change that alters a reduction or a plan shows its blast radius
+here before it lands: each fixture whose expected state or plan no longer
+matches is named, with the first place they part. Works on any corpus in the
+golden layout (``fixtures/manifest.json``, ``planner-fixtures/manifest.json``):
+the contract's own, or one chaos mined.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.contract import Reducer, plan_recovery, reduce
+
+
+@dataclass(frozen=True)
+class FixtureVerdict:
+    kind: str  # reducer | planner
+    name: str
+    ok: bool
+    differs: str = ""  # where the current oracle parts from the expectation
+
+
+class NotACorpus(ValueError):
+    """The folder holds no manifest of the golden layout."""
+
+
+def first_difference(expected: Any, got: Any, where: str = "") -> str:
+    """The first path where two JSON values differ, with both values (shortened)."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in sorted(set(expected) | set(got)):
+            if expected.get(key, "<absent>") != got.get(key, "<absent>"):
+                return first_difference(
+                    expected.get(key, "<absent>"), got.get(key, "<absent>"), f"{where}.{key}"
+                )
+        return ""
+    if isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for n, (a, b) in enumerate(zip(expected, got, strict=True)):
+            if a != b:
+                return first_difference(a, b, f"{where}[{n}]")
+        return ""
+    if expected == got:
+        return ""
+    return f"{where or '(top)'}: expected {json.dumps(expected)[:120]}, got {json.dumps(got)[:120]}"
+
+
+def _manifest(root: Path, folder: str) -> list[dict[str, Any]]:
+    path = root / folder / "manifest.json"
+    return list(json.loads(path.read_text())["fixtures"]) if path.is_file() else []
+
+
+def check_corpus(root: Path) -> list[FixtureVerdict]:
+    reducer_cases, planner_cases = _manifest(root, "fixtures"), _manifest(root, "planner-fixtures")
+    if not reducer_cases and not planner_cases:
+        raise NotACorpus(f"{root}: no fixtures/manifest.json or planner-fixtures/manifest.json")
+    out = []
+    for entry in reducer_cases:
+        expected = json.loads((root / "fixtures" / entry["expected"]).read_text())
+        got = reduce((root / "fixtures" / entry["file"]).read_bytes())
+        out.append(FixtureVerdict("reducer", entry["name"], got == expected, first_difference(expected, got)))
+    for entry in planner_cases:
+        case = json.loads((root / "planner-fixtures" / entry["input"]).read_text())
+        expected = json.loads((root / "planner-fixtures" / entry["expected"]).read_text())
+        reducer = Reducer.of((root / "fixtures" / case["sessionFile"]).read_bytes())
+        if reducer.state is None or reducer.error is not None:
+            out.append(
+                FixtureVerdict("planner", entry["name"], False, f"{case['sessionFile']} no longer reduces")
+            )
+            continue
+        got = plan_recovery(reducer.state, case["current"])
+        out.append(FixtureVerdict("planner", entry["name"], got == expected, first_difference(expected, got)))
+    return out
