@@ -21,7 +21,7 @@ REFERENCE = REPO / "targets" / "reference.toml"
 # Each bug switch, and the seed that finds it quickly (Hypothesis is deterministic given a seed).
 BUGS = [
     ("stale-assistant-calls", 1),
-    ("replay-never-tools", 3),
+    ("replay-never-tools", 5),
     ("intent-after-effect", 1),
     ("no-torn-tail-repair", 1),
     ("unbounded-retry", 1),

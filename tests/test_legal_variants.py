@@ -3,9 +3,11 @@
 An expectation a contract-legal agent breaks is a defect of chaos. Each legal variant of the reference
 agent (``TINY_REFERENCE_VARIANT``) makes a choice the contract allows and the reference agent does not
 (an abort left to the resume, a lock that waits, one fact per transaction, usage recorded before its
-answer, an exit code of its own for a refused session): each passes every shipped scenario as written,
-with every check of the catalogue judged and held; together they pass a full sweep, and both lock
-designs a sweep with a paused writer at every durable boundary.
+answer, an exit code of its own for a refused session, a torn tail truncated only when the session is
+written): together they pass every shipped scenario as written, with every check of the catalogue
+judged and held, and a sweep of every durable boundary of the scenarios where their choices show; each
+alone passes those scenarios as written; both lock designs pass a sweep with a paused writer at every
+durable boundary.
 """
 
 from __future__ import annotations
@@ -26,19 +28,40 @@ from tests.conftest import REPO, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
-VARIANTS = ("deferred-abort", "blocking-lock", "one-fact-per-transaction", "usage-first", "refusal-exit")
-TOGETHER = "deferred-abort,blocking-lock,one-fact-per-transaction,usage-first"  # (refusal-exit: no wait)
+# Each variant, and the shipped scenarios where its choice shows (all of them run with every variant at once).
+VARIANTS = {
+    "deferred-abort": [
+        "abort-during-deploy",
+        "abort-then-crash",
+        "abort-in-flight-crash-loop",
+        "sigint-after-failure",
+    ],
+    "blocking-lock": ["two-writers"],
+    "one-fact-per-transaction": [
+        "full-workflow",
+        "live-429-failed",
+        "compaction-crash",
+        "power-loss-after-deploy",
+    ],
+    "usage-first": ["full-workflow", "live-429-failed", "length-with-tool-calls", "model-request-in-flight"],
+    "refusal-exit": ["two-writers"],
+    "repair-on-write": ["torn-tail", "torn-tail-blocked", "short-write"],
+}
+# (refusal-exit is the other lock design: it cannot join blocking-lock)
+TOGETHER = "deferred-abort,blocking-lock,one-fact-per-transaction,usage-first,repair-on-write"
 SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 REFERENCE = REPO / "targets" / "reference.toml"
 ORACLE = OtherOracle(f"{sys.executable} -m chaos reduce")  # chaos's reducer as another's: it must agree
+# The full sweep's scenarios: every durable boundary of those where a variant's choice can meet a crash.
+SWEPT = sorted({name for names in VARIANTS.values() for name in names} | {"pending-deploy-interrupted"})
 
 
-def _as_written(variant: str, folder: Path) -> tuple[list[Verdict], list[str]]:
+def _as_written(variants: str, folder: Path, paths: list[Path]) -> tuple[list[Verdict], list[str]]:
     verdicts, skipped = [], []
-    for path in SCENARIOS:
+    for path in paths:
         scenario = load_scenario(path)
         hooks = (ORACLE,) if scenario.name == "section8-read-replay" else ()
-        env = {"TINY_REFERENCE_VARIANT": variant}
+        env = {"TINY_REFERENCE_VARIANT": variants}
         try:
             verdicts.append(run_case(scenario, load_target(REFERENCE), env, folder / path.stem, hooks=hooks))
         except Skipped:
@@ -46,24 +69,35 @@ def _as_written(variant: str, folder: Path) -> tuple[list[Verdict], list[str]]:
     return verdicts, skipped
 
 
+def _failed(verdicts: list[Verdict]) -> dict[str, list[str]]:
+    return {v.scenario.name: [c.text() for c in v.failed] for v in verdicts if not v.ok}
+
+
 @needs_ptrace
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_each_legal_variant_passes_every_scenario_as_written_and_every_check_is_judged(
-    variant: str, tmp_path: Path
+def test_the_legal_variants_together_pass_every_scenario_as_written_and_every_check_is_judged(
+    tmp_path: Path,
 ) -> None:
-    verdicts, skipped = _as_written(variant, tmp_path)
-    failed = {v.scenario.name: [c.text() for c in v.failed] for v in verdicts if not v.ok}
-    assert not failed, failed
+    verdicts, skipped = _as_written(TOGETHER, tmp_path, SCENARIOS)
+    assert not _failed(verdicts), _failed(verdicts)
     assert skipped == ["crash-mid-stream"], "the reference agent does not stream"
     held = {c.id for v in verdicts for c in v.checks if c.judged and c.ok}
     assert held == set(CATALOG), f"never judged: {sorted(set(CATALOG) - held)}"
 
 
 @needs_ptrace
-def test_the_legal_variants_together_pass_a_full_sweep(
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_each_legal_variant_passes_the_scenarios_where_its_choice_shows(variant: str, tmp_path: Path) -> None:
+    paths = [REPO / "scenarios" / f"{name}.toml" for name in VARIANTS[variant]]
+    verdicts, skipped = _as_written(variant, tmp_path, paths)
+    assert not skipped and not _failed(verdicts), _failed(verdicts)
+
+
+@needs_ptrace
+def test_the_legal_variants_together_pass_a_sweep_of_every_boundary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["sweep", str(REPO / "scenarios"), "--target", "reference", "-j", "2", "--mine", "none"]
+    paths = [str(REPO / "scenarios" / f"{name}.toml") for name in SWEPT]
+    argv = ["sweep", *paths, "--target", "reference", "-j", "2", "--mine", "none"]
     code = main([*argv, "--results", str(tmp_path), "--target-env", f"TINY_REFERENCE_VARIANT={TOGETHER}"])
     out = capsys.readouterr().out
     assert code == 0, out

@@ -194,3 +194,45 @@ def test_coverage_is_reported_and_a_shrinking_night_fails_against_its_baseline(
         p.get("name"): p.get("value") for p in ET.parse(tmp_path / "j.xml").getroot().iter("property")
     }
     assert "5-interrupted-never" in (properties["coverage.lost"] or "")
+
+
+def test_going_on_where_recovery_must_stop_is_one_failure_whatever_the_model_answers_next(
+    tmp_path: Path,
+) -> None:
+    """unbounded-retry gave one group per answer the script had next (an answer, a tool call, a 429):
+    what a recovery appends after it should have stopped comes from the script, not from the bug."""
+    from dataclasses import replace
+
+    from chaos.case.run import run_case
+    from chaos.scenario import Turn, load_scenario, load_target
+    from chaos.triage.failure import failure_of
+
+    scenario = load_scenario(REPO / "scenarios" / "attempts-exhausted.toml")
+    spec = load_target(REPO / "targets" / "reference.toml")
+    answers = {
+        "text": Turn(text="Hello."),
+        "tool": Turn(tool_calls=[{"name": "read", "arguments": {"path": "README.md"}}]),
+        "429": Turn(error=429),
+    }
+    labels = set()
+    for name, turn in answers.items():
+        case = replace(scenario, turns=[turn, Turn(text="Done.")], files={"README.md": "hello\n"})
+        verdict = run_case(case, spec, {"TINY_REFERENCE_BUG": "unbounded-retry"}, tmp_path / name)
+        found = failure_of(verdict)
+        assert found is not None, name
+        labels.add(found.label)
+    assert labels == {
+        "plan-followed: the oracle planned blocked attempts_exhausted; the agent went on where it must stop"
+    }
+
+
+def test_a_line_cut_anywhere_is_one_rule() -> None:
+    """The JSON parser's words name where a torn line was cut: they are left out of the rule a key holds."""
+    from chaos.triage.failure import rule
+
+    said = [
+        "not strict JSON: unexpected character, expected ',' or '}': line 1 column 625 (char 624)",
+        "not strict JSON: unexpected character, expected ':' after key: line 1 column 281 (char 280)",
+    ]
+    assert {rule(s) for s in said} == {"not strict JSON"}
+    assert rule("an object has a duplicate key") == "an object has a duplicate key"

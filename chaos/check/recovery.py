@@ -218,7 +218,7 @@ def blocked_stops(ev: Evidence) -> list[Check]:
                 f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
             )
         )
-        appended = len(after) - len(before)
+        appended = _appended(phase.log_before, after)
         checks.append(
             Check(
                 "blocked-appends-nothing",
@@ -229,6 +229,12 @@ def blocked_stops(ev: Evidence) -> list[Check]:
             )
         )
     return checks
+
+
+def _appended(found: bytes, left: bytes) -> int:
+    """Bytes a phase appended to the log it ``found``. A torn tail it left untouched is not its own: the
+    contract truncates it only when a session is opened for writing, and a resume that stops need not."""
+    return 0 if left == found else len(left) - committed_length(found)
 
 
 def _started_from(phase: Phase) -> bytes:
@@ -347,7 +353,7 @@ def again_appends_nothing(ev: Evidence) -> list[Check]:
     again = ev.again
     if again is None:
         return []
-    appended = len(again.log_after) - committed_length(ev.final)
+    appended = _appended(ev.final, again.log_after)
     return [
         Check(
             "again-appends-nothing",

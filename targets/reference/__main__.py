@@ -57,6 +57,7 @@ def main(argv: list[str]) -> int:
                 workspace,
                 args.session,
                 repair_torn_tail="no-torn-tail-repair" not in agent.bugs,
+                repair_on_write="repair-on-write" in agent.variants,
                 sync="no-fsync" not in agent.bugs,
                 lock="no-session-lock" not in agent.bugs,
                 wait="blocking-lock" in agent.variants,

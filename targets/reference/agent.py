@@ -66,6 +66,7 @@ VARIANTS = (
     "one-fact-per-transaction",  # every fact its own line (user message, then runStarted; answer, then usage)
     "usage-first",  # an answer's usage in its own transaction, before the answer's entry
     "refusal-exit",  # a session held by another writer: exit 75 (EX_TEMPFAIL), not 1
+    "repair-on-write",  # a torn tail is truncated just before the first write, so a resume that stops leaves it
     "no-abort",  # SIGINT is not an abort: the default action ends the process (declare no abort capability)
 )
 EXIT = {"completed": 0, "failed": 4, "aborted": 5, "blocked": 3}

@@ -45,6 +45,7 @@ class SessionFile:
         self.split = split  # the one-fact-per-transaction variant
         self.careless = False  # the ignore-log-errors bug switch: a failed write or sync goes unnoticed
         self.writer = F.Writer(reducer)
+        self.torn_at: int | None = None  # the repair-on-write variant: the torn tail still to truncate
 
     @property
     def state(self) -> SessionState:
@@ -89,6 +90,7 @@ class SessionFile:
         workspace: Path,
         session_id: str,
         repair_torn_tail: bool = True,
+        repair_on_write: bool = False,
         sync: bool = True,
         lock: bool = True,
         wait: bool = False,
@@ -116,9 +118,13 @@ class SessionFile:
             error = result["error"]
             os.close(fd)
             raise SessionUnusable(f"session log is corrupt: {error['code']} at line {error['line']}")
+        session = cls(path, fd, reducer, sync, split)
         if repair_torn_tail and reducer.tail:
-            os.ftruncate(fd, reducer.repaired_length)
-        return cls(path, fd, reducer, sync, split)
+            if repair_on_write:  # legal: the contract truncates when the session is written, not read
+                session.torn_at = reducer.repaired_length
+            else:
+                os.ftruncate(fd, reducer.repaired_length)
+        return session
 
     def commit(self, *facts: F.Fact) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -137,6 +143,9 @@ class SessionFile:
         """One line, then fdatasync; a write or sync that fails ends the session here (after a failed
         sync the kernel may have dropped the bytes: nothing may be built on them)."""
         try:
+            if self.torn_at is not None:
+                os.ftruncate(self.fd, self.torn_at)
+                self.torn_at = None
             if os.write(self.fd, line) != len(line) and not self.careless:
                 raise SessionUnusable("short write to the session log")
             if self.sync:
