@@ -46,6 +46,7 @@ def test_explore_finds_each_bug_and_the_shrunk_scenario_fails_the_same_check(
 ) -> None:
     code, out = _explore(tmp_path, bug, seed, 60, capsys)
     assert code == 1, out
+    assert "explore: 1 distinct failure(s)" in out, "--max-failures 1: one failure, shrunk"
     found = next(tmp_path.glob("found-*.toml"))
     check = out.split("smallest case fails: ", 1)[1].split(":", 1)[0]
     assert load_scenario(found).expect.derived

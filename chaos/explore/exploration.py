@@ -140,6 +140,8 @@ class Exploration:
         key = _key(failed)
         if key in self._known:
             return  # found in an earlier round: this round looks for others
+        if key not in self.found and self.max_failures is not None and len(self.found) >= self.max_failures:
+            return  # as many distinct failures as asked for: others wait for a later exploration
         self._new = True
         self._record(key, scenario, failed)
         raise self._error(key, failed)
