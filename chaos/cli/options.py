@@ -107,6 +107,20 @@ def target_env(p: argparse.ArgumentParser) -> None:
     )
 
 
+def out_file(p: argparse.ArgumentParser, default: str) -> None:
+    """``--out FILE`` and ``--force``, for a command that writes a new file."""
+    p.add_argument("--out", metavar="FILE", help=f"where to write it (default: {default})")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+
+
+def new_file(args: argparse.Namespace, default: str) -> Path:
+    """Where ``out_file``'s options say to write: an existing file only with ``--force``."""
+    out = Path(args.out or default)
+    if out.exists() and not args.force:
+        raise UsageError(f"--out {out}: exists; give another path, or --force to overwrite it")
+    return out
+
+
 def notice_polling() -> None:
     """One line, once, when exact kills are unavailable here."""
     reason = ptrace.unavailable()

@@ -7,15 +7,12 @@ import argparse
 from pathlib import Path
 
 from chaos import api
-from chaos.cli.options import Commands, say, seconds, target_env
-from chaos.errors import UsageError
+from chaos.cli.options import Commands, new_file, out_file, say, seconds, target_env
 from chaos.scenario.files import write_scenario
 
 
 def record(args: argparse.Namespace) -> int:
-    out = Path(args.out or f"{args.name}.toml")
-    if out.exists() and not args.force:
-        raise UsageError(f"--out {out}: exists; give another path, or --force to overwrite it")
+    out = new_file(args, f"{args.name}.toml")
     recording = api.record(
         args.prompt,
         args.upstream,
@@ -51,8 +48,7 @@ def add(commands: Commands) -> None:
     target_env(p)
     p.add_argument("--workspace", metavar="DIR", help="the files the agent starts with")
     p.add_argument("--name", default="recorded", help="the scenario's name (default: recorded)")
-    p.add_argument("--out", metavar="FILE", help="where to write it (default: NAME.toml)")
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    out_file(p, "NAME.toml")
     p.add_argument(
         "--results", metavar="DIR", help="the recorded run's folder (default: results/record/NAME-<time>)"
     )

@@ -6,17 +6,14 @@ import argparse
 from pathlib import Path
 
 from chaos import api
-from chaos.cli.options import Commands, say
-from chaos.errors import UsageError
+from chaos.cli.options import Commands, new_file, out_file, say
 from chaos.scenario.files import write_scenario
 
 
 def from_log(args: argparse.Namespace) -> int:
     log = Path(args.log)
     inferred = api.from_log(log, args.target, Path(args.workspace) if args.workspace else None, args.name)
-    out = Path(args.out or f"{inferred.scenario.name}.toml")
-    if out.exists() and not args.force:
-        raise UsageError(f"--out {out}: exists; give another path, or --force to overwrite it")
+    out = new_file(args, f"{inferred.scenario.name}.toml")
     write_scenario(inferred.scenario, out)
     say(f"wrote {out}: {len(inferred.scenario.turns)} turn(s), crash {inferred.scenario.crash or 'none'}")
     say("inferred:\n" + "\n".join(f"  - {line}" for line in inferred.inferred))
@@ -35,8 +32,7 @@ def add(commands: Commands) -> None:
         "the log ends)",
     )
     p.add_argument("log", metavar="LOG", help="a session log (JSONL, the session contract's)")
-    p.add_argument("--out", metavar="FILE", help="where to write it (default: from-<log>.toml)")
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    out_file(p, "from-<log>.toml")
     p.add_argument(
         "--workspace", metavar="DIR", help="the agent's workspace as it is: its files join the scenario"
     )

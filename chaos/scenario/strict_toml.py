@@ -119,19 +119,23 @@ class _Scanner:
                 if self._peek() in ("}", ""):
                     self._advance()
                     return
-                line = self.line
-                key = (*path, *self._key())
-                self.positions[key] = line
-                self._skip(False)
-                self._advance()  # =
-                self._skip(False)
-                self._value(key)
+                self._pair(path)
                 self._skip(True)
                 if self._peek() == ",":
                     self._advance()
         else:
             while self.i < len(self.s) and self.s[self.i] not in ",]}\n#":
                 self.i += 1
+
+    def _pair(self, table: Key) -> None:
+        """``key = value`` in ``table``: the key's line is recorded, then the value's own keys."""
+        line = self.line
+        key = (*table, *self._key())
+        self.positions[key] = line
+        self._skip(False)
+        self._advance()  # =
+        self._skip(False)
+        self._value(key)
 
     def run(self) -> dict[Key, int]:
         table: Key = ()
@@ -153,13 +157,7 @@ class _Scanner:
                     table = path
                 self.positions.setdefault(table, line)
                 continue
-            line = self.line
-            key = (*table, *self._key())
-            self.positions[key] = line
-            self._skip(False)
-            self._advance()  # =
-            self._skip(False)
-            self._value(key)
+            self._pair(table)
 
 
 def positions(source: str) -> dict[Key, int]:
