@@ -205,7 +205,7 @@ def plans_followed(ev: Evidence) -> list[Check]:
 
 def blocked_stops(ev: Evidence) -> list[Check]:
     checks = []
-    for phase, before, after in _judged_transitions(ev):
+    for phase, before, _ in _judged_transitions(ev):
         planned = plan(before, ev.current) or {}
         if planned.get("type") != "blocked":
             continue
@@ -218,23 +218,16 @@ def blocked_stops(ev: Evidence) -> list[Check]:
                 f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
             )
         )
-        appended = _appended(phase.log_before, after)
         checks.append(
             Check(
                 "blocked-appends-nothing",
                 f"blocked {phase.name} appended nothing",
-                appended == 0,
+                phase.appended == 0,
                 "0 bytes",
-                f"{appended} bytes",
+                f"{phase.appended} bytes",
             )
         )
     return checks
-
-
-def _appended(found: bytes, left: bytes) -> int:
-    """Bytes a phase appended to the log it ``found``. A torn tail it left untouched is not its own: the
-    contract truncates it only when a session is opened for writing, and a resume that stops need not."""
-    return 0 if left == found else len(left) - committed_length(found)
 
 
 def _started_from(phase: Phase) -> bytes:
@@ -353,14 +346,13 @@ def again_appends_nothing(ev: Evidence) -> list[Check]:
     again = ev.again
     if again is None:
         return []
-    appended = _appended(ev.final, again.log_after)
     return [
         Check(
             "again-appends-nothing",
             "resuming the finished session again appends nothing",
-            appended == 0,
+            again.appended == 0,
             "0 bytes",
-            f"{appended} bytes",
+            f"{again.appended} bytes",
         )
     ]
 

@@ -147,8 +147,10 @@ class Phase:
 
     @property
     def appended(self) -> int:
-        """Bytes the phase added after the committed log it started from."""
-        return len(self.log_after) - self.committed_before
+        """Bytes the phase added after the committed log it started from. A torn tail it found and left
+        untouched is not its own: the contract truncates it only when a session is opened for writing,
+        and a phase that stops need not."""
+        return 0 if self.log_after == self.log_before else len(self.log_after) - self.committed_before
 
     @property
     def wrote(self) -> bool:
