@@ -19,7 +19,7 @@ from chaos.case.record import log_file
 from chaos.case.result import CaseResult
 from chaos.cycle.evidence import Evidence
 from chaos.errors import SpecError, UsageError
-from chaos.process.phase import Phase, PhaseKind, PhaseResult
+from chaos.process.phase import KEPT, Phase, PhaseKind, PhaseResult
 from chaos.process.reap import KillReport
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash
@@ -60,28 +60,7 @@ def _phase(folder: Path, recorded: PhaseResult, previous: bytes, first_request: 
     phase.log_before = before.read_bytes() if before.is_file() else previous
     written = folder / f"{stem}.written.jsonl"
     phase.log_written = written.read_bytes() if written.is_file() else None
-    for name in (
-        "returncode",
-        "outcome",
-        "seconds",
-        "timed_out",
-        "reached",
-        "late_facts",
-        "exact",
-        "mechanism",
-        "torn",
-        "failed_calls",
-        "continued",
-        "waited",
-        "streams",
-        "effects",
-        "strays",
-        "durable",
-        "killed",
-        "wrote_early",
-        "ledger_before",
-        "synced_at_ledger",
-    ):
+    for name in (*KEPT, "seconds"):
         setattr(phase, name, getattr(recorded, name))
     phase.kill = KillReport(recorded.signalled, recorded.escaped_group, recorded.survivors, recorded.outlived)
     phase.requests = (first_request, first_request + recorded.requests)

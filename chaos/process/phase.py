@@ -99,6 +99,30 @@ class PhaseKind(Enum):
     AGAIN = "resume-again"  # the finished session resumed once more: must append nothing
 
 
+# The fields a phase's result keeps as they are (``chaos recheck`` sets them back from a stored result).
+KEPT = (
+    "returncode",
+    "outcome",
+    "timed_out",
+    "reached",
+    "late_facts",
+    "exact",
+    "mechanism",
+    "torn",
+    "failed_calls",
+    "continued",
+    "waited",
+    "streams",
+    "effects",
+    "strays",
+    "durable",
+    "killed",
+    "wrote_early",
+    "ledger_before",
+    "synced_at_ledger",
+)
+
+
 @dataclass
 class Phase:
     """What one process of the run did; ``crash`` is the requested boundary, if any."""
@@ -167,18 +191,7 @@ class Phase:
             name=self.name,
             argv=self.argv,
             crash=str(self.crash) if self.crash else None,
-            returncode=self.returncode,
-            outcome=self.outcome,
             seconds=round(self.seconds, 3),
-            timed_out=self.timed_out,
-            reached=self.reached,
-            late_facts=self.late_facts,
-            exact=self.exact,
-            mechanism=self.mechanism,
-            torn=self.torn,
-            failed_calls=self.failed_calls,
-            continued=self.continued,
-            waited=self.waited,
             signalled=self.kill.signalled,
             escaped_group=self.kill.escaped_group,
             outlived=self.kill.outlived,
@@ -186,15 +199,8 @@ class Phase:
             log_before=self.committed_before,
             log_after=len(self.log_after),
             requests=self.requests[1] - self.requests[0],
-            streams=self.streams,
-            effects=self.effects,
-            strays=self.strays,
-            durable=self.durable,
             written=None if self.log_written is None else len(self.log_written),
-            killed=self.killed,
-            wrote_early=self.wrote_early,
-            ledger_before=self.ledger_before,
-            synced_at_ledger=self.synced_at_ledger,
+            **{name: getattr(self, name) for name in KEPT},
         )
 
 
