@@ -100,6 +100,10 @@ class Exploration:
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
 
+    def _enough(self) -> bool:
+        """As many distinct failures are found as ``max_failures`` asks for."""
+        return self.max_failures is not None and len(self.found) >= self.max_failures
+
     def _error(self, key: str, verdict: Verdict) -> Finding:
         if key not in self._types:
             self._types[key] = type("Finding_" + re.sub(r"\W+", "_", key), (Finding,), {})
@@ -140,7 +144,7 @@ class Exploration:
         key = _key(failed)
         if key in self._known:
             return  # found in an earlier round: this round looks for others
-        if key not in self.found and self.max_failures is not None and len(self.found) >= self.max_failures:
+        if key not in self.found and self._enough():
             return  # as many distinct failures as asked for: others wait for a later exploration
         self._new = True
         self._record(key, scenario, failed)
@@ -176,7 +180,7 @@ class Exploration:
         failures of earlier rounds as passes, so it looks for new ones and shrinks each on its own."""
         self.retry_past_failures()
         while self._elapsed() < self.budget and self.cycles < self.max_examples:
-            if self.max_failures is not None and len(self.found) >= self.max_failures:
+            if self._enough():
                 return
             self._known, self._new = set(self.found), False
             if not self._round(tools):
