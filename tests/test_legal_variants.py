@@ -58,12 +58,12 @@ SWEPT = sorted({name for names in VARIANTS.values() for name in names} | {"pendi
 
 def _as_written(variants: str, folder: Path, paths: list[Path]) -> tuple[list[Verdict], list[str]]:
     verdicts, skipped = [], []
+    target, env = load_target(REFERENCE), {"TINY_REFERENCE_VARIANT": variants}
     for path in paths:
         scenario = load_scenario(path)
         hooks = (ORACLE,) if scenario.name == "section8-read-replay" else ()
-        env = {"TINY_REFERENCE_VARIANT": variants}
         try:
-            verdicts.append(run_case(scenario, load_target(REFERENCE), env, folder / path.stem, hooks=hooks))
+            verdicts.append(run_case(scenario, target, env, folder / path.stem, hooks=hooks))
         except Skipped:
             skipped.append(scenario.name)
     return verdicts, skipped
