@@ -13,9 +13,9 @@ from typing import Any
 import psutil
 
 from chaos.contract import Reducer
+from chaos.ledger import entries as read_ledger
 from chaos.process.ptrace import default_signals
 from chaos.scenario.model import Turn, WorkspaceFile
-from chaos.world.ledger import read_ledger
 from chaos.world.model_server import ModelServer
 from chaos.world.sandbox import Sandbox, make_sandbox
 

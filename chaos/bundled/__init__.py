@@ -29,6 +29,14 @@ def scenario_names() -> list[str]:
     return sorted(p.stem for p in scenarios_folder().glob("*.toml"))
 
 
+def frameworks_folder() -> Path:
+    """The scenarios for framework agents (judged on their stores, ``chaos.store``)."""
+    return scenarios_folder() / "frameworks"
+
+
 def scenario_path(name: str) -> Path | None:
-    path = scenarios_folder() / f"{name}.toml"
-    return path if path.is_file() else None
+    for folder in (scenarios_folder(), frameworks_folder()):
+        path = folder / f"{name}.toml"
+        if path.is_file():
+            return path
+    return None

@@ -21,10 +21,10 @@ from chaos.contract.framing import FramingError, parse_json
 from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
+from chaos.ledger import entries as read_ledger
 from chaos.process.phase import Phase, PhaseKind, continue_phase, execute_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
-from chaos.world.ledger import read_ledger
 from chaos.world.world import World, build_world
 
 Keep = Callable[[Phase], None]

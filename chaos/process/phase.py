@@ -22,6 +22,7 @@ from typing import Any
 from chaos.contract.framing import committed_length
 from chaos.contract.reading import appended_finishes
 from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.durability import Durability
 from chaos.process.reap import KillReport
@@ -29,7 +30,6 @@ from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
 from chaos.scenario.model import Configuration, Crash
-from chaos.world.ledger import read_ledger
 from chaos.world.world import World
 
 ABORT = threading.Event()  # set when chaos itself is interrupted: every phase stops and kills its target

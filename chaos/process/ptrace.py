@@ -26,6 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from functools import cache
 
@@ -57,6 +58,7 @@ SYSCALLS = {
 }
 
 ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
+BUFFER = {"x86_64": 13, "aarch64": 1}  # the register slot of the second argument (a write's buffer)
 RESULT = {"x86_64": 10, "aarch64": 0}  # the register slot of a system call's return value, at its exit
 
 
@@ -162,6 +164,7 @@ def trace(
     on_trap: Callable[[int, int], bool],
     on_new: Callable[[int], None],
     on_exit: Callable[[int, bool], None],
+    hold: Callable[[int], float] | None = None,
 ) -> None:
     """Run the wait loop of a tracee started with ``SECCOMP.child``, until every traced process is gone.
 
@@ -169,7 +172,9 @@ def trace(
     write another byte; returning True asks for one more stop (tag AFTER) when
     the trapped call returns. ``on_new`` is told of every process the target
     creates, ``on_exit`` of the root's exit status and whether it was the last
-    of the tree alive.
+    of the tree alive. ``hold(pid)``, asked after each trap, may keep the trapped
+    thread stopped that many seconds more while the others run (a slow disk's
+    write, ``chaos.process.commits``).
     """
     assert _SECCOMP is not None
     tracer = _SECCOMP
@@ -184,11 +189,20 @@ def trace(
     live = {root}
     fresh: set[int] = set()  # announced by a fork event, initial SIGSTOP not yet seen
     exits: dict[int, int] = {}  # pid -> tag of the trapped call whose return we wait for
+    held: list[tuple[float, int, int]] = []  # (when, pid, how to resume it): threads kept stopped a while
     while live:
+        if held:
+            now = time.monotonic()
+            for item in [h for h in held if h[0] <= now]:
+                held.remove(item)
+                tracer.request(item[2], item[1])
         try:
-            pid, status = os.waitpid(-1, WALL | WNOTHREAD)
+            pid, status = os.waitpid(-1, WALL | WNOTHREAD | (os.WNOHANG if held else 0))
         except ChildProcessError:
             break
+        if pid == 0:  # nothing to report while a thread is held: look again shortly
+            time.sleep(0.0005)
+            continue
         if os.WIFEXITED(status) or os.WIFSIGNALED(status):
             live.discard(pid)
             if pid == root:
@@ -226,6 +240,10 @@ def trace(
             fresh.discard(pid)
         elif not (sig == signal.SIGTRAP and event):  # exec and other events carry no signal
             deliver = sig
+        delay = hold(pid) if hold is not None and not deliver else 0.0
+        if delay > 0:
+            held.append((time.monotonic() + delay, pid, resume))
+            continue
         tracer.request(resume, pid, deliver)
 
 
@@ -246,6 +264,19 @@ def call_file(pid: int) -> tuple[int, str, int]:
     except OSError:
         path = ""
     return regs[fd_slot], path, regs[count_slot]
+
+
+def written_bytes(pid: int, count: int) -> bytes:
+    """At a WRITE trap: the first ``count`` bytes the call is about to write (read from the tracee's
+    memory, which the tracer may read while the tracee is stopped)."""
+    assert _SECCOMP is not None
+    address = _SECCOMP.registers(pid)[BUFFER[platform.machine()]]
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
+            memory.seek(address)
+            return memory.read(count)
+    except (OSError, OverflowError, ValueError):
+        return b""
 
 
 def call_result(pid: int) -> int:

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.fault import FAULTS
+from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.durability import Durability
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Boundary, Crash
-from chaos.world.ledger import read_ledger
 from chaos.world.world import World
 
 Decide = Callable[[], str]  # asks a person at a pause: "kill", "continue" or "quit"

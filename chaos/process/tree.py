@@ -139,7 +139,9 @@ class TracedProcess:
         started.set()
         try:
             if self.exact:
-                ptrace.trace(proc, self._policy.at_trap, self.pids.add, self._exit)
+                ptrace.trace(
+                    proc, self._policy.at_trap, self.pids.add, self._exit, getattr(self._policy, "hold", None)
+                )
             elif self.traps:
                 while proc.poll() is None:
                     self._policy.at_trap(proc.pid, 0)

@@ -177,6 +177,7 @@ def load_scenario(path: Path) -> Scenario:
         "timeout": top.number("timeout", 60.0, 0.0, exclusive=True),
         "requires": tuple(top.strings("requires", [])),
         "persistence": top.choice("persistence", PERSISTENCE, "posix"),
+        "store_delay": top.number("store_delay", 0.0, 0.0),
     }
     top.done()
     if not values["turns"]:
@@ -276,6 +277,8 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
         doc["requires"] = list(scenario.requires)
     if scenario.persistence != "posix":
         doc["persistence"] = scenario.persistence
+    if scenario.store_delay:
+        doc["store_delay"] = scenario.store_delay
     doc["expect"] = _expect_document(scenario.expect)
     return doc
 

@@ -27,7 +27,10 @@ from chaos.fault import fault as fault_named
 # Boundaries the world holds exactly: a model request the server keeps in flight, an
 # effect held at its ledger gate while running, or done with its result not yet durable.
 IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
-KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT)
+# Boundaries in a framework's store (chaos.store): the n-th commit of a phase, the commit that makes
+# the n-th tool call durable, the commit that makes the n-th output durable ([tool=NAME] narrows both).
+STORE_KINDS = ("commit", "call-durable", "output-durable")
+KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT, *STORE_KINDS)
 OUTCOMES = ("completed", "blocked", "failed", "aborted")
 BLOCKED_REASONS = (
     "configuration_changed",
@@ -93,6 +96,13 @@ class Boundary:
                     f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
                 )
             return
+        if self.what in STORE_KINDS:
+            allowed = set() if self.what == "commit" else {"tool"}
+            if set(self.where) - allowed or not all(isinstance(v, str) for v in self.where.values()):
+                raise ValueError(
+                    f"{self.what} takes no filter" if not allowed else f"{self.what} takes only [tool=NAME]"
+                )
+            return
         if self.what == "model-stream":
             chunks = self.where.get("chunks", 1)
             if set(self.where) - {"chunks"} or type(chunks) is not int or chunks < 1:
@@ -126,6 +136,11 @@ class Boundary:
     @property
     def in_flight(self) -> bool:
         return self.what in IN_FLIGHT
+
+    @property
+    def in_store(self) -> bool:
+        """A commit of a framework's store (``chaos.store``), not a fact of a session log."""
+        return self.what in STORE_KINDS
 
     def matches(self, fact: dict[str, Any]) -> bool:
         name, body = kind_of(fact)
@@ -302,6 +317,9 @@ class Scenario:
     timeout: float = 60.0  # seconds per phase
     requires: tuple[str, ...] = ()  # beyond the contract: abort, streaming, compaction, tool:NAME
     persistence: str = "posix"  # what a power cut keeps of a new file's directory entry (or ext4-ordered)
+    # seconds each commit of a framework's store takes (a slow disk, held at the tracer): a framework
+    # that writes its store beside its work, not before it, shows the difference only then
+    store_delay: float = 0.0
     path: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -319,6 +337,8 @@ class Scenario:
         object.__setattr__(self, "requires", tuple(self.requires))
         if self.persistence not in PERSISTENCE:
             raise ValueError(f"persistence {self.persistence!r} is not one of {', '.join(PERSISTENCE)}")
+        if not (math.isfinite(self.store_delay) and 0 <= self.store_delay <= 10):
+            raise ValueError(f"store_delay {self.store_delay} must be from 0 to 10 seconds")
         unknown = [need for need in self.requires if need not in NEEDS and not need.startswith("tool:")]
         if unknown:
             raise ValueError(f"requires: {unknown[0]!r} is not one of {', '.join(NEEDS)}, tool:NAME")

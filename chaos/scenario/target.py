@@ -19,7 +19,8 @@ from typing import Any
 from chaos.bundled import targets_folder
 from chaos.errors import SpecError
 from chaos.scenario.model import OUTCOMES, Scenario
-from chaos.scenario.strict_toml import Table
+from chaos.scenario.strict_toml import MISSING, Table
+from chaos.store.base import known
 
 GUIDE = "the README, 'Drive your own agent'"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
@@ -63,6 +64,24 @@ class Capabilities:
         return None
 
 
+SEMANTICS = ("at-most-once", "at-least-once")
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A framework agent's durable store (``[store]``), and what recovery must guarantee of effects.
+
+    ``at-most-once`` (the default, what a non-idempotent tool needs): an effect
+    runs once or not at all, whatever crashes. ``at-least-once``: an effect may
+    run again after a crash, but every run carries the same tool call id, so an
+    idempotency key can make it one (LangGraph's documented promise with
+    ``durability="sync"``)."""
+
+    kind: str  # a chaos.store adapter: session-log, langgraph, openai-agents
+    path: str  # the store's main file, a glob relative to the workspace
+    semantics: str = "at-most-once"
+
+
 @dataclass(frozen=True)
 class ToolDeclaration:
     name: str
@@ -87,6 +106,7 @@ class Target:
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
     capabilities: Capabilities = Capabilities()
+    store: StoreSpec | None = None  # a framework agent: judged on its store (chaos.store), not a session log
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -136,8 +156,9 @@ def load_target(path: Path) -> Target:
     start = top.strings("start")
     resume = top.strings("resume")
     compact = top.strings("compact", None)
+    store = _store(top)
     for key, argv, extra in (
-        ("start", start, {"prompt"}),
+        ("start", start, {"prompt", "session_id"} if store else {"prompt"}),
         ("resume", resume, {"session_id"}),
         ("compact", compact or ["-"], {"session_id"}),
     ):
@@ -151,7 +172,7 @@ def load_target(path: Path) -> Target:
     problem = cwd_problem(Path(fill(cwd, dict.fromkeys(common, "x") | {"workspace": str(sample)})), sample)
     if problem:
         top.fail("cwd", f"{cwd!r} {problem}; use {{workspace}} or a folder inside it")
-    sessions = top.take("sessions", str)
+    sessions = top.take("sessions", str, store.path if store else MISSING)
     if sessions.startswith("/") or ".." in Path(sessions).parts:
         top.fail("sessions", "must be a glob relative to the workspace, e.g. .tiny-agent/sessions/*.jsonl")
     env_table = top.table("env")
@@ -163,10 +184,10 @@ def load_target(path: Path) -> Target:
     codes_table.done(GUIDE)
     if len(set(codes.values())) != len(codes):
         codes_table.fail(None, "each outcome needs its own exit status")
-    config = top.table("configuration", required=True)
+    config = top.table("configuration", required=store is None)
     command = config.strings("command", None)
     derive = config.take("derive", bool, False)
-    if (command is None) == (not derive):
+    if (command is None) == (not derive) and store is None:
         config.fail(
             "command", "give either command = [...] (prints the current configuration) or derive = true"
         )
@@ -205,10 +226,27 @@ def load_target(path: Path) -> Target:
         compact=compact,
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
         capabilities=capabilities,
+        store=store,
     )
     top.take("description", str, "")
     top.done(GUIDE)
     return target
+
+
+def _store(top: Table) -> StoreSpec | None:
+    """The ``[store]`` table of a framework agent's target, or None (a session-log agent)."""
+    if "store" not in top.data:
+        return None
+    table = top.table("store")
+    spec = StoreSpec(
+        kind=table.choice("kind", tuple(known())),
+        path=table.take("path", str),
+        semantics=table.choice("semantics", SEMANTICS, "at-most-once"),
+    )
+    if spec.path.startswith("/") or ".." in Path(spec.path).parts:
+        table.fail("path", "must be a path (or glob) relative to the workspace, e.g. state.db")
+    table.done(GUIDE)
+    return spec
 
 
 def _folders(near: Path | None) -> list[Path]:

@@ -14,14 +14,13 @@ CHAOS_GATE_DIR and CHAOS_GATES (comma-separated gate names to block on).
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from chaos.contract import Reducer
+from chaos.ledger import effect
 
 
 def intents(log_glob: str) -> dict[str, Any]:
@@ -47,35 +46,6 @@ def intents(log_glob: str) -> dict[str, Any]:
     return {"pending": pending, "resolved": resolved, "rejected": rejected}
 
 
-def _record(ledger: str, entry: dict[str, Any]) -> None:
-    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, json.dumps(entry).encode() + b"\n")
-    finally:
-        os.close(fd)
-
-
-def gate(name: str, occurrence: int) -> None:
-    """Block while ``name`` (or ``name#occurrence``) is one of CHAOS_GATES, until chaos releases it.
-
-    The files are per occurrence (``deploy.during#2.waiting``), so releasing the
-    first run of an effect never lets a later run through its gate.
-    """
-    gates = os.environ.get("CHAOS_GATES", "").split(",")
-    if name not in gates and f"{name}#{occurrence}" not in gates:
-        return
-    gate_dir = Path(os.environ["CHAOS_GATE_DIR"])
-    (gate_dir / f"{name}#{occurrence}.waiting").write_text(str(os.getpid()))
-    while not (gate_dir / f"{name}#{occurrence}.release").exists():
-        time.sleep(0.005)
-
-
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m chaos.world.ledger EFFECT_NAME [DETAIL...]", file=sys.stderr)
@@ -84,22 +54,7 @@ def main(argv: list[str]) -> int:
     if not ledger:
         print("chaos ledger: CHAOS_LEDGER is not set; run this under chaos", file=sys.stderr)
         return 2
-    base = {"effect": name, "detail": argv[1:], "pid": os.getpid()}
-    occurrence = 1 + sum(
-        1 for e in read_ledger(Path(ledger)) if e["effect"] == name and e["phase"] == "start"
-    )
-    _record(
-        ledger,
-        {
-            **base,
-            "phase": "start",
-            "time": time.time(),
-            **intents(os.environ.get("CHAOS_LOG_GLOB", "")),
-        },
-    )
-    gate(f"{name}.during", occurrence)
-    _record(ledger, {**base, "phase": "done", "time": time.time()})
-    gate(f"{name}.after", occurrence)
+    effect(name, *argv[1:], **intents(os.environ.get("CHAOS_LOG_GLOB", "")))
     print(f"{name}: done")
     return 0
 

@@ -142,6 +142,9 @@ class ModelServer:
         self.summary = summary
         # the stepAttempt durable and open in the log now (if any), and the line the log is rejected at
         self.attempt_of = attempt_of
+        # a new tool call id in every answer, as a real provider gives (a framework's store is judged on
+        # them); off for session-log agents, whose mined fixtures keep the ids they were mined with
+        self.fresh_ids = False
         # the one the target speaks (every one when none is named)
         self.protocols = {protocol: PROTOCOLS[protocol]} if protocol else PROTOCOLS
         self.requests: list[Request] = []
@@ -326,7 +329,7 @@ class ModelServer:
             )
             return
         usage = scripted.usage or default_usage(turn)
-        answer = protocol.answer(scripted, turn, conversation, usage)
+        answer = protocol.answer(scripted, turn, conversation, usage, f"_r{number}" if self.fresh_ids else "")
         request.status, request.billed = 200, protocol.billed(usage)
         if request.fault is not None:
             if not answer_badly(handler, request.fault, answer, conversation.stream, lambda: self._closing):

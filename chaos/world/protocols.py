@@ -176,7 +176,9 @@ class Protocol:
     def conversation(self, body: dict[str, Any]) -> Conversation:
         raise NotImplementedError
 
-    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+    def answer(
+        self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int], nonce: str = ""
+    ) -> Answer:
         raise NotImplementedError
 
     def error(self, status: int, message: str) -> dict[str, Any]:
@@ -267,11 +269,13 @@ class OpenAIChat(Protocol):
                 finish = self.FINISH.get(str(choice.get("finish_reason")), finish)
         return recorded_turn(text, [calls[i] for i in sorted(calls)], finish, self._counted(usage))
 
-    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+    def answer(
+        self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int], nonce: str = ""
+    ) -> Answer:
         model = conversation.model
         calls: list[dict[str, Any]] = [
             {
-                "id": f"call_{index}_{i}",
+                "id": f"call_{index}_{i}{nonce}",
                 "type": "function",
                 "function": {"name": c["name"], "arguments": _arguments(c)},
             }
@@ -406,13 +410,15 @@ class Anthropic(Protocol):
             "cache_creation_input_tokens": usage["cacheWrite"],
         }
 
-    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+    def answer(
+        self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int], nonce: str = ""
+    ) -> Answer:
         model = conversation.model
         blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
         for i, call in enumerate(turn.tool_calls):
             raw = call.get("arguments", {})  # raw invalid JSON travels as a string input
             blocks.append(
-                {"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call["name"], "input": raw}
+                {"type": "tool_use", "id": f"toolu_{index}_{i}{nonce}", "name": call["name"], "input": raw}
             )
         stop = self.STOP[turn.finish or ("tool_calls" if turn.tool_calls else "stop")]
         message = {"id": f"msg_{index}", "type": "message", "role": "assistant", "model": model}
@@ -575,7 +581,9 @@ class OpenAIResponses(Protocol):
             raise Rejected("the stream ended without its final response event")
         return self.read_answer(final)
 
-    def answer(self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int]) -> Answer:
+    def answer(
+        self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int], nonce: str = ""
+    ) -> Answer:
         model = conversation.model
         output: list[dict[str, Any]] = []
         if turn.text:
@@ -593,8 +601,8 @@ class OpenAIResponses(Protocol):
             output.append(
                 {
                     "type": "function_call",
-                    "id": f"fc_{index}_{i}",
-                    "call_id": f"call_{index}_{i}",
+                    "id": f"fc_{index}_{i}{nonce}",
+                    "call_id": f"call_{index}_{i}{nonce}",
                     "name": call["name"],
                     "arguments": _arguments(call),
                     "status": "completed",

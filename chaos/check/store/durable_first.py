@@ -1,0 +1,38 @@
+"""No effect before its tool call is durable: after a crash, a call the store never held is asked of the
+model again, and the effect runs again under a new call id, which no idempotency key can catch.
+
+Judged at the moment the effect starts: the tracer reads a copy of the store at
+the effect ledger's write (``chaos.process.commits``)."""
+
+from __future__ import annotations
+
+from chaos.check.store.base import NotJudged, Problem, StoreCheck, effect_key
+from chaos.cycle.store import StoreEvidence
+
+
+def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
+    problems: list[Problem] = []
+    judged = False
+    for phase in evidence.phases:
+        if phase.at_ledger is None:
+            continue
+        lines = evidence.ledger[phase.ledger_before : phase.ledger_before + len(phase.at_ledger)]
+        for entry, durable in zip(lines, phase.at_ledger, strict=False):
+            if entry["phase"] != "start" or "callId" not in entry:
+                continue
+            judged = True
+            if entry["callId"] not in durable:
+                held = ", ".join(durable) or "no call"
+                problems.append(
+                    Problem(
+                        f"effect {entry['effect']} ran before its tool call was durable in the store",
+                        f"{effect_key(entry)} (call {entry['callId']}) started in {phase.name} while the store "
+                        f"held {held}",
+                    )
+                )
+    if not judged and evidence.effects():
+        raise NotJudged("no effect carried its call id, or the tracer did not run (exact kills unavailable)")
+    return problems
+
+
+CHECK = StoreCheck("effect-after-durable-call", "every effect starts after its tool call is durable", judge)

@@ -1,0 +1,38 @@
+"""The resumed run ends as the uninterrupted run of the same scenario does: by itself, completed, with
+the same final answer (the scripted model answers the same conversation the same way)."""
+
+from __future__ import annotations
+
+from chaos.check.store.base import Problem, StoreCheck, resumes
+from chaos.cycle.store import StoreEvidence
+
+
+def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
+    ran = resumes(evidence) or evidence.phases[:1]
+    last = ran[-1]
+    if last.killed:
+        return []  # (a recovery crashed on purpose: the checks judge the resume after it)
+    if last.timed_out:
+        return [
+            Problem("a resume never ended (killed at the timeout)", f"{last.name} ran {last.seconds:.1f} s")
+        ]
+    if last.outcome != "completed":
+        return [
+            Problem(
+                f"the resume ended {last.outcome or 'with an unknown exit status'}",
+                f"{last.name} exited {last.returncode}",
+            )
+        ]
+    if not evidence.began:
+        return []  # the crash came before the run's input was durable: there is no run to finish
+    expected, final = clean.final.final, evidence.final.final
+    if final is None:
+        return [
+            Problem("the resumed run ended without a final answer in the store", f"expected {expected!r}")
+        ]
+    if expected is not None and final != expected:
+        return [Problem("the resumed run ended with another final answer", f"{final!r}, not {expected!r}")]
+    return []
+
+
+CHECK = StoreCheck("same-outcome", "the resumed run ends as the uninterrupted run does", judge)

@@ -1,0 +1,60 @@
+"""Effects as the target declared them (``[store] semantics``), counted by the effect ledger.
+
+``at-most-once``: each effect (a name and what it acted on) starts once at most,
+whatever crashed. ``at-least-once``: it may run again, but every run carries one
+tool call id (an idempotency key can make the runs one), and an effect the
+uninterrupted run completed is completed here too."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from chaos.check.store.base import Problem, StoreCheck, effect_key, phase_of
+from chaos.cycle.store import StoreEvidence
+
+
+def _runs(evidence: StoreEvidence) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    runs: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for line, entry in enumerate(evidence.ledger):
+        if entry["phase"] == "start":
+            runs[effect_key(entry)].append((line, entry))
+    return runs
+
+
+def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
+    problems = []
+    declared = evidence.spec.semantics
+    for key, runs in _runs(evidence).items():
+        where = ", ".join(
+            f"{phase_of(evidence, line).name} (call {e.get('callId', '?')})" for line, e in runs
+        )
+        name = runs[0][1]["effect"]
+        if declared == "at-most-once" and len(runs) > 1:
+            problems.append(
+                Problem(f"effect {name} ran more than once (at most once declared)", f"{key} ran in {where}")
+            )
+        ids = {e.get("callId") for _, e in runs}
+        if declared == "at-least-once" and len(ids) > 1:
+            problems.append(
+                Problem(
+                    f"effect {name} repeated under a new call id (at least once with a stable id declared)",
+                    f"{key} ran in {where}",
+                )
+            )
+    if declared == "at-least-once" and evidence.began:
+        done = {effect_key(e) for e in evidence.effects("done")}
+        for entry in clean.effects("done"):
+            if effect_key(entry) not in done:
+                problems.append(
+                    Problem(
+                        f"effect {entry['effect']} never completed (at least once declared)",
+                        f"the uninterrupted run completed {effect_key(entry)}; after the crash it never did",
+                    )
+                )
+    return problems
+
+
+CHECK = StoreCheck(
+    "effects-as-declared", "effects run as the target declares (at most / at least once)", judge
+)

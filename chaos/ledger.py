@@ -1,0 +1,75 @@
+"""The effect ledger's Python API: a tool calls ``effect`` where it performs a real external effect.
+
+    from chaos.ledger import effect
+
+    def deploy(service: str, call_id: str) -> str:
+        effect("deploy", service, call_id=call_id)  # records the start, then the end
+        ...
+
+Outside chaos (``CHAOS_LEDGER`` unset) it does nothing, so a tool may call it
+unconditionally. Under chaos it appends one line when the effect starts and one
+when it is done, each with the tool call's id when the tool knows it, and it
+honours chaos's gates: it blocks while the effect is held *running*
+(``NAME.during``) or *done with its result not yet durable* (``NAME.after``).
+The call id is what lets chaos tell an effect repeated under the same id (at
+least once, caught by an idempotency key) from one repeated under a new id
+(nothing can catch that). Shell tools use ``$CHAOS_EFFECT NAME`` instead
+(``chaos.world.ledger``), which records the same lines.
+
+This module imports nothing of chaos: an agent pays only for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def record(ledger: str, entry: dict[str, Any]) -> None:
+    """Append one line to the ledger with a single write (O_APPEND: whole lines, whoever writes)."""
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, json.dumps(entry).encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+def entries(path: Path) -> list[dict[str, Any]]:
+    """The ledger's lines, in order."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def gate(name: str, occurrence: int) -> None:
+    """Block while ``name`` (or ``name#occurrence``) is one of CHAOS_GATES, until chaos releases it.
+
+    The files are per occurrence (``deploy.during#2.waiting``), so releasing the
+    first run of an effect never lets a later run through its gate.
+    """
+    gates = os.environ.get("CHAOS_GATES", "").split(",")
+    if name not in gates and f"{name}#{occurrence}" not in gates:
+        return
+    gate_dir = Path(os.environ["CHAOS_GATE_DIR"])
+    (gate_dir / f"{name}#{occurrence}.waiting").write_text(str(os.getpid()))
+    while not (gate_dir / f"{name}#{occurrence}.release").exists():
+        time.sleep(0.005)
+
+
+def effect(name: str, *detail: str, call_id: str | None = None, **known: Any) -> None:
+    """Record that the effect ``name`` runs now (``detail``: what it acts on, e.g. the service), for the
+    tool call ``call_id``; ``known`` adds fields to the start line (the shell helper's durable intents)."""
+    ledger = os.environ.get("CHAOS_LEDGER")
+    if not ledger:
+        return
+    base: dict[str, Any] = {"effect": name, "detail": list(detail), "pid": os.getpid()}
+    if call_id is not None:
+        base["callId"] = call_id
+    occurrence = 1 + sum(1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start")
+    record(ledger, {**base, "phase": "start", "time": time.time(), **known})
+    gate(f"{name}.during", occurrence)
+    record(ledger, {**base, "phase": "done", "time": time.time()})
+    gate(f"{name}.after", occurrence)

@@ -1,0 +1,160 @@
+"""Stopping a framework agent exactly at a commit of its store, and seeing what was durable at each effect.
+
+The tracer needs no change: the traps that judge a session log's writes see a
+SQLite commit too. For a ``sqlite-wal`` store a commit is the write of a WAL
+frame whose header carries the database size (``chaos.store.sqlite``): the
+24-byte header, then its page; the commit is made when that page's write
+returns, and the agent is stopped right there. For a ``line`` store a commit is
+a write ending in a newline. At every commit the policy reads a copy of the
+store (boundaries such as "the commit that makes a deploy call durable" are
+judged on it), and at every write to the effect ledger it records which tool
+calls the store held durable then: an effect that starts before its call is
+durable is seen at the moment it starts, not guessed afterwards.
+
+Exactness is measured, not assumed: ``late`` counts commit frames any thread of
+the agent began after the kill was decided (0: an exact kill).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.process import ptrace
+from chaos.process.tree import TracedProcess
+from chaos.scenario.model import Boundary
+from chaos.store import Store, View
+from chaos.store.sqlite import FRAME_HEADER, commits_frame
+
+
+@dataclass
+class Commits:
+    """Follows one phase's commits of the store at ``workspace/path`` (traps from every thread)."""
+
+    store: Store
+    workspace: Path
+    path: str
+    ledger: str
+    delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
+    count: int = 0  # commits completed in the phase
+    begun: int = 0  # commit frames begun (their header written)
+    at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
+    views: list[View] = field(default_factory=list)  # the store after each commit
+    _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
+    _slow: set[int] = field(default_factory=set)  # threads to hold at their commit's write
+
+    def _mine(self, path: str) -> bool:
+        """A write to the store: its WAL (sqlite-wal) or its file (line)."""
+        if not path.startswith(str(self.workspace) + os.sep):
+            return False
+        relative = os.path.relpath(path, self.workspace)
+        if self.store.commit == "sqlite-wal":
+            if not relative.endswith("-wal"):
+                return False
+            relative = relative[: -len("-wal")]
+        return fnmatch.fnmatch(relative, self.path)
+
+    def hold(self, pid: int) -> float:
+        """How long the tracer keeps ``pid`` stopped at this trap (its commit's write, on a slow disk)."""
+        if pid in self._slow:
+            self._slow.discard(pid)
+            return self.delay
+        return 0.0
+
+    def view(self) -> View:
+        return self.store.view(self.workspace, self.path)
+
+    def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
+        """At a trap, with the process stopped: (ask for a stop when the call returns, a commit was just
+        completed)."""
+        if tag == ptrace.AFTER:
+            state = self._pending.pop(pid, None)
+            if state in ("page", "line") and ptrace.call_result(pid) > 0:
+                self.count += 1
+                self.views.append(self.view())
+                return False, True
+            return False, False
+        if tag not in (ptrace.WRITE, ptrace.WRITEV):
+            return False, False
+        _, path, count = ptrace.call_file(pid)
+        if path == self.ledger:
+            self.at_ledger.append(sorted(self.view().call_ids))
+            return False, False
+        if not self._mine(path):
+            return False, False
+        if self.store.commit == "line":
+            if ptrace.written_bytes(pid, count)[-1:] == b"\n":
+                self._pending[pid] = "line"
+                return True, False
+            return False, False
+        if count == FRAME_HEADER and commits_frame(ptrace.written_bytes(pid, FRAME_HEADER)):
+            self._pending[pid] = "header"
+            self.begun += 1
+        elif self._pending.get(pid) == "header":
+            self._pending[pid] = "page"  # the commit frame's page: the commit is made when it returns
+            if self.delay > 0:
+                self._slow.add(pid)
+            return True, False
+        return False, False
+
+
+def _count(boundary: Boundary, view: View, base: View) -> int:
+    """How many of the boundary's calls (or outputs) ``view`` holds that ``base`` did not."""
+    tool = boundary.where.get("tool")
+    if boundary.what == "call-durable":
+        return sum(1 for c in view.calls if c not in base.calls and tool in (None, c.name))
+    names = {c.id: c.name for c in view.calls}
+    return sum(1 for o in view.outputs if o not in base.outputs and tool in (None, names.get(o.call_id)))
+
+
+def reached(boundary: Boundary, commits: Commits, base: View) -> bool:
+    """Whether the commit just completed is ``boundary`` (counted from the phase's start, ``base``)."""
+    if boundary.what == "commit":
+        return commits.count == boundary.nth
+    before = commits.views[-2] if len(commits.views) > 1 else base
+    return _count(boundary, commits.views[-1], base) >= boundary.nth > _count(boundary, before, base)
+
+
+class CommitStop:
+    """The tracer's policy for a store phase: at the boundary's commit, SIGKILL the whole tree."""
+
+    def __init__(self, commits: Commits, boundary: Boundary | None, base: View) -> None:
+        self.commits, self.boundary, self.base = commits, boundary, base
+        self.proc: TracedProcess | None = None
+        self.stopped = False
+        self.begun_at_kill = 0
+        self._lock = threading.Lock()
+
+    def attach(self, proc: TracedProcess) -> None:
+        self.proc = proc
+
+    def hold(self, pid: int) -> float:
+        return self.commits.hold(pid)
+
+    @property
+    def late(self) -> int:
+        """Commit frames begun after the kill was decided: 0 is an exact kill."""
+        return self.commits.begun - self.begun_at_kill if self.stopped else 0
+
+    def at_trap(self, pid: int, tag: int) -> bool:
+        ask, committed = self.commits.observe(pid, tag)
+        boundary = self.boundary
+        if (
+            committed
+            and boundary is not None
+            and not self.stopped
+            and reached(boundary, self.commits, self.base)
+        ):
+            self.kill()
+        return ask
+
+    def kill(self) -> None:
+        with self._lock:
+            if self.stopped or self.proc is None:
+                return
+            self.stopped = True
+            self.begun_at_kill = self.commits.begun
+            self.proc.kill()

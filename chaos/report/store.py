@@ -1,0 +1,86 @@
+"""What a person reads of a framework sweep: a console summary and one report per distinct failure.
+
+Every text that comes from the agent's store or ledger (call ids, answers,
+effect details) goes through ``printable`` first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chaos.case.store import StoreCase
+from chaos.report.text import printable
+from chaos.triage.store import StoreGroup
+
+
+def precision(cases: list[StoreCase]) -> tuple[int, int]:
+    """(exact kills, kills that landed): a kill is exact when no commit began after it (or, in flight,
+    the world still held the boundary)."""
+    landed = [c for c in cases if c.reached]
+    return sum(1 for c in landed if c.exact), len(landed)
+
+
+def render_store_summary(cases: list[StoreCase], groups: list[StoreGroup], results: Path | None) -> str:
+    exact, landed = precision(cases)
+    failing = sum(1 for c in cases if not c.ok)
+    lines = [
+        f"chaos: {len(cases)} case(s), {failing} failing, {len(groups)} distinct failure(s); "
+        f"exact kills {exact}/{landed}"
+    ]
+    for case in cases:
+        mark = "ok  " if case.ok else "FAIL"
+        where = "" if case.reached or case.scenario.crash is None else " (boundary not reached)"
+        lines.append(printable(f"  {mark} {case.target.name} {case.scenario.name} @ {case.boundary}{where}"))
+    for n, found in enumerate(groups, 1):
+        lines.append(printable(f"failure {n}: {found.cause} [{found.check}] in {len(found.cases)} case(s)"))
+        for problem in found.examples[:3]:
+            lines.append(printable(f"    {problem.text}"))
+        lines.append(printable(f"    reproduce: {found.first.reproduce()}"))
+        if results is not None:
+            lines.append(printable(f"    report: {report_path(results, n, found)}"))
+    return "\n".join(lines)
+
+
+def report_path(results: Path, n: int, found: StoreGroup) -> Path:
+    words = "".join(ch if ch.isalnum() else "-" for ch in found.cause.lower()).strip("-")[:60]
+    return results / "failures" / f"{n:02d}-{words}.md"
+
+
+def group_report(found: StoreGroup) -> str:
+    """A failure's report, named by its cause: what was promised, where it broke, how to rerun it."""
+    first = found.first
+    spec = first.evidence.spec
+    lines = [
+        f"# {found.cause}",
+        "",
+        f"- check: `{found.check}`",
+        f"- target: `{first.target.name}` (store `{spec.kind}`, declared `{spec.semantics}`)",
+        f"- scenario: `{first.scenario.name}`",
+        f"- cases: {len(found.cases)}, at " + ", ".join(f"`{c.boundary}`" for c in found.cases),
+        "",
+        "## The first case",
+        "",
+        *[f"- {p.text}" for p in found.examples],
+        "",
+        f"Crash prefix (the store as the crash left it): `{first.folder / 'prefix'}`",
+        "",
+        "Phases:",
+        "",
+        *[
+            f"- {p.name}: exit {p.returncode}, {'killed, ' if p.killed else ''}"
+            f"{p.requests[1] - p.requests[0]} model request(s), store {p.before.items} -> {p.after.items} items"
+            for p in first.evidence.phases
+        ],
+        "",
+        "Effects (the ledger):",
+        "",
+        *[
+            f"- {e['phase']} {e['effect']} {' '.join(map(str, e.get('detail', [])))} (call {e.get('callId', '?')})"
+            for e in first.evidence.ledger
+        ],
+        "",
+        "Reproduce:",
+        "",
+        f"    {first.reproduce()}",
+        "",
+    ]
+    return "\n".join(printable(line) for line in lines)

@@ -1,0 +1,88 @@
+"""The OpenAI Agents SDK's ``SQLiteSession`` as a store, with the ``RunState`` a paused run saves.
+
+A session is the table ``agent_messages``: one row per item, JSON, in order.
+``Runner`` adds items once per turn: the input; the tool calls and their
+outputs together, after the tools ran; the final message. A run paused for an
+approval is saved by the agent as a ``RunState`` (JSON) beside the database,
+``NAME.run-state.json``; the calls it holds for approval are ``waiting``, not
+orphans. Read with the standard library (the rows are JSON): the SDK need not be
+installed to read its store.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from chaos.store.base import Call, Output, Store, View, register
+from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
+
+RUN_STATE = ".run-state.json"
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
+def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
+    for name, data in files.items():
+        if name.endswith(RUN_STATE):
+            try:
+                state = json.loads(data)
+                held = state.get("current_step", {}).get("data", {}).get("interruptions", [])
+                return tuple(str(i.get("raw_item", {}).get("call_id")) for i in held)
+            except (ValueError, AttributeError):
+                return ()
+    return ()
+
+
+class AgentsSessionStore(Store):
+    name = "openai-agents"
+    commit = "sqlite-wal"
+    description = "the OpenAI Agents SDK's SQLiteSession (agent_messages), and a saved RunState"
+
+    def files(self, workspace: Path, path: str) -> list[Path]:
+        found = super().files(workspace, path)
+        states = [Path(f"{f}{RUN_STATE}") for f in found if not str(f).endswith("-wal")]
+        return found + [s for s in states if s.is_file()]
+
+    def read(self, files: dict[str, bytes]) -> View:
+        main = main_file({k: v for k, v in files.items() if not k.endswith(RUN_STATE)})
+        try:
+            with opened_copy(files, main or "") as connection:
+                if connection is None or "agent_messages" not in tables(connection):
+                    return View(waiting=_waiting(files))
+                count = rows(connection)
+                data = [
+                    r[0] for r in connection.execute("SELECT message_data FROM agent_messages ORDER BY id")
+                ]
+        except sqlite3.Error as err:
+            return View(unreadable=unreadable(err))
+        calls: list[Call] = []
+        outputs: list[Output] = []
+        final = None
+        for raw in data:
+            try:
+                item = json.loads(raw)
+            except ValueError as err:
+                return View(unreadable=unreadable(err))
+            kind = item.get("type")
+            if kind == "function_call":
+                calls.append(
+                    Call(str(item.get("call_id")), str(item.get("name")), str(item.get("arguments")))
+                )
+                final = None
+            elif kind == "function_call_output":
+                outputs.append(Output(str(item.get("call_id")), str(item.get("output"))))
+                final = None
+            elif item.get("role") == "assistant":
+                final = _text(item)
+        return View(tuple(calls), tuple(outputs), final, count, waiting=_waiting(files), started=bool(data))
+
+
+AGENTS_SDK = register(AgentsSessionStore())

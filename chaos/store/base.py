@@ -1,0 +1,114 @@
+"""The adapter interface (``Store``), what it reads (``View``), and the registry (``STORES``)."""
+
+from __future__ import annotations
+
+import glob
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the store holds: the framework will run it (or has)."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A tool call's output, as the store holds it."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class View:
+    """What one copy of a store makes durable. ``items`` counts everything it holds (rows, lines): a
+    resume that changes nothing leaves it, and the rest, as they were."""
+
+    calls: tuple[Call, ...] = ()
+    outputs: tuple[Output, ...] = ()
+    final: str | None = None  # the run's final answer, once the store holds it
+    items: int = 0
+    unreadable: str | None = None  # why the copy could not be read (a finding of its own)
+    waiting: tuple[str, ...] = field(default=())  # calls a saved run state holds for approval
+    started: bool = False  # the run's input is durable: there is a run to resume
+
+    @property
+    def call_ids(self) -> frozenset[str]:
+        return frozenset(c.id for c in self.calls)
+
+    def orphan_calls(self) -> list[Call]:
+        """Calls without an output: a finished run must not leave one (the next request is refused)."""
+        answered = {o.call_id for o in self.outputs}
+        return [c for c in self.calls if c.id not in answered and c.id not in self.waiting]
+
+    def orphan_outputs(self) -> list[Output]:
+        """Outputs whose call the store does not hold."""
+        return [o for o in self.outputs if o.call_id not in self.call_ids]
+
+    def duplicated_outputs(self) -> list[str]:
+        """Call ids with more than one output."""
+        return sorted(i for i, n in Counter(o.call_id for o in self.outputs).items() if n > 1)
+
+
+class Store(ABC):
+    """One kind of durable store. ``path`` is the target's ``[store] path``: the store's main file,
+    relative to the workspace; ``files`` are every file that makes up its durable state there."""
+
+    name: ClassVar[str]
+    # How a commit shows at the tracer: "sqlite-wal" (the write that completes a WAL commit frame) or
+    # "line" (a write that ends with a newline to the store's file).
+    commit: ClassVar[str]
+    description: ClassVar[str]
+
+    def files(self, workspace: Path, path: str) -> list[Path]:
+        """The files that hold the store now (the main file's matches and, for SQLite, their WAL)."""
+        found = [Path(p) for p in sorted(glob.glob(str(workspace / path)))]
+        return [f for main in found for f in (main, Path(f"{main}-wal")) if f.is_file()]
+
+    def snapshot(self, workspace: Path, path: str) -> dict[str, bytes]:
+        """A copy of the store's files, by path relative to the workspace."""
+        out = {}
+        for file in self.files(workspace, path):
+            try:
+                out[str(file.relative_to(workspace))] = file.read_bytes()
+            except FileNotFoundError:
+                continue  # removed meanwhile (SQLite deletes its WAL on a clean close)
+        return out
+
+    @abstractmethod
+    def read(self, files: dict[str, bytes]) -> View:
+        """What the copied files make durable. Pure over the bytes: no file of the target is touched."""
+
+    def view(self, workspace: Path, path: str) -> View:
+        return self.read(self.snapshot(workspace, path))
+
+
+STORES: dict[str, Store] = {}
+
+
+def register(store: Store) -> Store:
+    """Make ``store`` available to target files as ``[store] kind = NAME``."""
+    STORES[store.name] = store
+    return store
+
+
+def store_named(name: str) -> Store:
+    _load_bundled()
+    return STORES[name]
+
+
+def known() -> list[str]:
+    _load_bundled()
+    return sorted(STORES)
+
+
+def _load_bundled() -> None:
+    from chaos.store import agents_sdk, langgraph, session_log  # noqa: F401 (each registers itself)

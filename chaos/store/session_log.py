@@ -1,0 +1,59 @@
+"""The session contract's JSONL log as a store: the first adapter, read by the contract's own reducer.
+
+A call is durable once its ``toolStarted`` intent is (the contract's promise:
+intent before effect); an output is a tool entry; the final answer the last
+assistant entry that stopped. Only lines the reducer accepts count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.contract import Reducer
+from chaos.contract.framing import committed_facts
+from chaos.contract.kinds import kind_of
+from chaos.store.base import Call, Output, Store, View, register
+
+
+def _arguments(entry: dict[str, Any]) -> dict[str, str]:
+    calls = entry.get("message", {}).get("tool_calls") or []
+    return {str(c.get("id")): str(c.get("function", {}).get("arguments", "")) for c in calls}
+
+
+class SessionLog(Store):
+    name = "session-log"
+    commit = "line"
+    description = "the session contract's JSONL log (tiny-agent), read by chaos's reducer"
+
+    def files(self, workspace: Any, path: str) -> list[Any]:
+        return [f for f in super().files(workspace, path) if not str(f).endswith("-wal")]
+
+    def read(self, files: dict[str, bytes]) -> View:
+        calls: list[Call] = []
+        outputs: list[Output] = []
+        final, items, arguments, started = None, 0, {}, False
+        for name in sorted(files):
+            data = files[name]
+            reducer = Reducer.of(data)
+            accepted = reducer.line
+            items += accepted
+            for fact in committed_facts(data, accepted):
+                kind, body = kind_of(fact)
+                started = started or kind == "entry:user"
+                if kind == "entry:toolUse":
+                    arguments.update(_arguments(body))
+                elif kind == "toolStarted":
+                    call_id = str(body["toolCallId"])
+                    calls.append(Call(call_id, str(body["toolName"]), arguments.get(call_id, "")))
+                elif kind == "entry:tool":
+                    message = body["message"]
+                    outputs.append(Output(str(message["tool_call_id"]), str(message.get("content"))))
+                elif kind == "entry:stop":
+                    final = str(body["message"].get("content") or "")
+            if reducer.error is not None:
+                unreadable = f"{name}: {reducer.error}"
+                return View(tuple(calls), tuple(outputs), final, items, unreadable, started=started)
+        return View(tuple(calls), tuple(outputs), final, items, started=started)
+
+
+SESSION_LOG = register(SessionLog())

@@ -1,0 +1,67 @@
+"""Reading a copy of a SQLite database in WAL mode, and telling a commit from the writes around it.
+
+Both framework stores run SQLite in WAL mode. A transaction is a run of frames
+appended to ``NAME.db-wal`` (a 24-byte frame header, then a page); its last
+frame's header carries the database size after the commit (bytes 4..8, zero in
+every other frame). After a SIGKILL the commit point is the completed write of
+that last frame's page: readers recover every frame up to the last valid
+commit frame. A copy of the database file and its WAL, opened elsewhere, reads
+exactly what a recovering process would (SQLite replays the WAL on open).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+FRAME_HEADER = 24
+
+
+def commits_frame(header: bytes) -> bool:
+    """A WAL frame header whose frame ends a transaction (nonzero database size after the commit)."""
+    return len(header) == FRAME_HEADER and header[4:8] != b"\0\0\0\0"
+
+
+@contextlib.contextmanager
+def opened_copy(files: dict[str, bytes], main: str) -> Iterator[sqlite3.Connection | None]:
+    """``main`` (and its ``-wal``) copied from ``files`` into a private folder and opened; None when the
+    copy holds no database yet."""
+    if main not in files:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="chaos-store-") as folder:
+        path = Path(folder) / "copy.db"
+        path.write_bytes(files[main])
+        if f"{main}-wal" in files:
+            Path(f"{path}-wal").write_bytes(files[f"{main}-wal"])
+        connection = sqlite3.connect(path)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+def tables(connection: sqlite3.Connection) -> list[str]:
+    rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return sorted(str(r[0]) for r in rows)
+
+
+def rows(connection: sqlite3.Connection) -> int:
+    """Every row of every table: what a resume that adds nothing leaves as it was."""
+    return sum(
+        int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in tables(connection)
+    )
+
+
+def main_file(files: dict[str, bytes]) -> str | None:
+    """The database among copied files (the one whose name does not end in -wal)."""
+    mains = sorted(name for name in files if not name.endswith("-wal"))
+    return mains[0] if mains else None
+
+
+def unreadable(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}".replace(os.linesep, " ")

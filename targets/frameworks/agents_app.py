@@ -1,0 +1,34 @@
+"""The bundled OpenAI Agents SDK apps: one agent with one non-idempotent tool, ``deploy``, and the same
+agent whose tool needs a person's approval. The only chaos-specific line is the tool's call of
+``chaos.ledger.effect``, which records the real effect and its call id."""
+
+from __future__ import annotations
+
+import os
+
+from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+from agents.tool_context import ToolContext
+from openai import AsyncOpenAI
+
+from chaos.ledger import effect
+
+set_tracing_disabled(True)  # no trace upload: the sandbox has no network but the scripted model
+
+
+def _deploy(ctx: ToolContext[object], service: str) -> str:
+    """Deploy a service to production."""
+    effect("deploy", service, call_id=ctx.tool_call_id)
+    return f"deployed {service}"
+
+
+def _agent(approval: bool) -> Agent[object]:
+    client = AsyncOpenAI(
+        base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "chaos"), max_retries=0
+    )
+    model = OpenAIChatCompletionsModel(model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client)
+    tool = function_tool(_deploy, name_override="deploy", needs_approval=approval)
+    return Agent(name="deployer", instructions="Deploy what you are asked to.", tools=[tool], model=model)
+
+
+agent = _agent(approval=False)
+approval_agent = _agent(approval=True)

@@ -1,0 +1,70 @@
+"""Run an OpenAI Agents SDK agent on a ``SQLiteSession``, and resume it from there after a crash.
+
+    python -m chaos.bundled.targets.frameworks.agents_driver --db agent.db --session S "PROMPT"
+    python -m chaos.bundled.targets.frameworks.agents_driver --db agent.db --session S --resume
+
+``--app module:attr`` names the agent (an ``Agent``). A run that stops for an
+approval is saved as a ``RunState`` beside the database (``DB.run-state.json``)
+and approved at once, as a person would; a resume picks that saved state up
+again when there is one, else it runs the agent on the session's items with no
+new input. A session whose last item is the final answer adds nothing.
+Exit 0: completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents import Runner, RunState, SQLiteSession
+
+from chaos.bundled.targets.frameworks.loading import load
+
+
+def _finished(items: list[Any]) -> bool:
+    last = items[-1] if items else {}
+    return isinstance(last, dict) and last.get("role") == "assistant" and last.get("type") == "message"
+
+
+async def _run(args: argparse.Namespace) -> int:
+    agent = load(args.app)
+    session = SQLiteSession(args.session, args.db)
+    saved = Path(f"{args.db}.run-state.json")
+    if args.resume and saved.exists():
+        state = await RunState.from_string(agent, saved.read_text())
+        for item in state.get_interruptions():
+            state.approve(item)
+        result = await Runner.run(agent, state, session=session)
+    elif args.resume:
+        if _finished(await session.get_items()):
+            print("nothing to resume")
+            return 0
+        result = await Runner.run(agent, [], session=session)
+    else:
+        result = await Runner.run(agent, args.prompt, session=session)
+    while result.interruptions:
+        state = result.to_state()
+        saved.write_text(state.to_string())
+        for item in result.interruptions:
+            state.approve(item)
+        result = await Runner.run(agent, state, session=session)
+    saved.unlink(missing_ok=True)
+    print(result.final_output)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="agents_driver")
+    parser.add_argument("prompt", nargs="?")
+    parser.add_argument("--app", default="chaos.bundled.targets.frameworks.agents_app:agent")
+    parser.add_argument("--db", default="agent.db")
+    parser.add_argument("--session", default="chaos-session")
+    parser.add_argument("--resume", action="store_true")
+    return asyncio.run(_run(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

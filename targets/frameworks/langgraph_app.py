@@ -1,0 +1,54 @@
+"""The bundled LangGraph app: a model node and a tool node around one non-idempotent tool, ``deploy``.
+
+It is what a LangGraph user writes (``StateGraph``, ``ToolNode``,
+``tools_condition``); the only chaos-specific line is the tool's call of
+``chaos.ledger.effect``, which records the real effect and its call id.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from langchain_core.tools import InjectedToolCallId, tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from chaos.ledger import effect
+
+
+@tool
+def deploy(service: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+    """Deploy a service to production."""
+    effect("deploy", service, call_id=tool_call_id)
+    return f"deployed {service}"
+
+
+def _model() -> ChatOpenAI:
+    return ChatOpenAI(
+        base_url=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),  # type: ignore[arg-type]
+        model=os.environ.get("CHAOS_MODEL", "scripted/model"),
+        max_retries=0,
+        timeout=20,
+    )
+
+
+def builder() -> StateGraph:
+    """The graph, not yet compiled: the driver compiles it with its checkpointer."""
+    model = _model().bind_tools([deploy])
+
+    def agent(state: MessagesState) -> dict[str, list[object]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([deploy]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph
+
+
+graph = builder()
