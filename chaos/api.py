@@ -17,10 +17,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.bundled import scenario_path, scenarios_folder
+from chaos.bundled import frameworks_folder, scenario_path, scenarios_folder
+from chaos.case.record import default_folder
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
+from chaos.case.store import StoreCase, run_store_case
 from chaos.case.verdict import Verdict
 from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.drive import Pause
@@ -38,11 +40,13 @@ from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
-from chaos.scenario.target import Target, find_target, load_target
+from chaos.scenario.target import Target, find_target, load_target, store_mismatch
 from chaos.sweep.recheck import Change
 from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
 from chaos.sweep.settings import Settings
+from chaos.sweep.store import StoreSweep
+from chaos.sweep.store import store_sweep as store_sweep_cases
 from chaos.triage.groups import read_baseline
 from chaos.world.recorder import Upstream
 
@@ -95,12 +99,69 @@ def run(
     when its script shows its crash can never be reached.
     """
     loaded = load(scenario)
+    chosen = target_of(target, loaded)
+    if chosen.store is not None:
+        raise UsageError(f"{chosen.path}: a framework agent, judged on its store: use store_run()")
+    mismatch = store_mismatch(loaded, chosen)
+    if mismatch is not None:
+        raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
     never = loaded.unreachable() if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
-    return run_case(
-        loaded, target_of(target, loaded), target_env or {}, results, timeout, pause, tuple(judges)
-    )
+    return run_case(loaded, chosen, target_env or {}, results, timeout, pause, tuple(judges))
+
+
+def store_run(
+    scenario: ScenarioRef,
+    target: TargetRef | None = None,
+    *,
+    target_env: dict[str, str] | None = None,
+    results: Path | None = None,
+    timeout: float | None = None,
+) -> StoreCase:
+    """One crash cycle of a framework agent (a target with a ``[store]``), judged on its store against
+    the uninterrupted run of the same scenario. Raises ``UsageError`` when the scenario's crash is not
+    one that lands on a store."""
+    loaded = load(scenario)
+    chosen = target_of(target, loaded)
+    if chosen.store is None:
+        raise UsageError(f"{chosen.path}: the target has no [store] table; use run() for a session-log agent")
+    mismatch = store_mismatch(loaded, chosen)
+    if mismatch is not None:
+        raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
+    if timeout is not None:
+        loaded = replace(loaded, timeout=timeout)
+    return run_store_case(loaded, chosen, None, results or default_folder(loaded), target_env)
+
+
+def store_sweep(
+    scenarios: Sequence[ScenarioRef] = (),
+    target: TargetRef | None = None,
+    *,
+    results: Path = Path("results/sweep"),
+    jobs: int = 1,
+    target_env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> StoreSweep:
+    """Crash a framework agent at every commit of its store and every in-flight moment of each scenario
+    (default: the bundled framework scenarios); failures grouped by cause, one report each under
+    ``results/failures``, ``summary.json`` beside them."""
+    refs = list(scenarios) or [frameworks_folder()]
+    loaded: list[Scenario] = []
+    for ref in refs:
+        loaded += (
+            [ref]
+            if isinstance(ref, Scenario)
+            else [load_scenario(p) for p in scenario_files([scenario_file(ref)])]
+        )
+    if not loaded:
+        raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
+    chosen = target_of(target, loaded[0])
+    if chosen.store is None:
+        raise UsageError(
+            f"{chosen.path}: the target has no [store] table; use sweep() for a session-log agent"
+        )
+    return store_sweep_cases(loaded, chosen, results, jobs, target_env, timeout)
 
 
 @dataclass
@@ -279,6 +340,12 @@ def sweep(
     if not loaded:
         raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
     targets = {id(s): target_of(target, s) for s in loaded}
+    framework = sorted({t.name for t in targets.values() if t.store is not None})
+    if framework:
+        raise UsageError(
+            f"{', '.join(framework)}: framework agents, judged on their stores; sweep them with --target NAME "
+            "(chaos.api.store_sweep)"
+        )
     miner = Miner(mine) if mine is not None else None
     hooks: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
     run = Sweep(settings, hooks, (*after, *((miner.mine,) if miner else ())))

@@ -9,7 +9,8 @@ from pathlib import Path
 from chaos import api
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
-from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK
+from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from chaos.report.store import render_store_summary
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
 
@@ -17,6 +18,8 @@ from chaos.sweep.settings import Settings
 def sweep(args: argparse.Namespace) -> int:
     notice_polling()
     results = Path(args.results or "results/sweep")
+    if args.target is not None and api.target_of(args.target).store is not None:
+        return _store_sweep(args, results)
     mine = None if args.mine == "none" else Path(args.mine)
     space = CaseSpace(
         faults=tuple(args.fault or ("kill",)),
@@ -51,6 +54,39 @@ def sweep(args: argparse.Namespace) -> int:
             f"chaos sweep: interrupted; finished verdicts are in {results / 'sweep.jsonl'}; rerun with --resume"
         )
         return EXIT_INTERRUPTED
+    return EXIT_OK if done.ok else EXIT_FINDING
+
+
+def _store_sweep(args: argparse.Namespace, results: Path) -> int:
+    """A framework agent's sweep: every commit of its store and every in-flight moment (kill only)."""
+    unavailable = [
+        option
+        for option, used in (
+            ("--fault", args.fault not in (None, ["kill"])),
+            ("--depth 2", args.depth != 1),
+            ("--junit", args.junit),
+            ("--baseline", args.baseline or args.write_baseline),
+            ("--shard", args.shard != (1, 1)),
+            ("--resume", args.resume),
+            ("--oracle", args.oracle),
+            ("--budget", args.budget is not None),
+        )
+        if used
+    ]
+    if unavailable:
+        raise UsageError(
+            f"{', '.join(unavailable)}: not available for a framework's store yet (target {args.target})"
+        )
+    done = api.store_sweep(
+        args.scenarios,
+        args.target,
+        results=results,
+        jobs=args.jobs,
+        target_env=dict(args.target_env),
+        timeout=args.timeout,
+    )
+    say(render_store_summary(done.cases, done.groups, results))
+    say(f"  summary: {results / 'summary.json'}")
     return EXIT_OK if done.ok else EXIT_FINDING
 
 

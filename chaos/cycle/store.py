@@ -220,7 +220,7 @@ def drive_store_cycle(
         start = StorePhase(PhaseKind.START, argv, scenario.crash)
         phases.append(run_store_phase(world, store, start, scenario.start, limit, out, keep))
         config = scenario.start.then(scenario.change)
-        resume = world.argv(target.resume, config, session_id=SESSION)
+        resume = world.argv(target.resume, config, session_id=store.session_id(start.files) or SESSION)
         if scenario.crash is not None and start.killed:
             crash, index = scenario.then_crash, 1
             while not phases[-1].timed_out:

@@ -287,3 +287,28 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
         if why:
             return f"{scenario.name} needs {why}"
     return None
+
+
+def store_mismatch(scenario: Scenario, target: Target) -> str | None:
+    """Why ``scenario``'s crashes cannot land on ``target``: a store boundary (a commit) needs a target
+    with a ``[store]``, and a framework's store has none of a session log's facts."""
+    for crash in (scenario.crash, scenario.then_crash):
+        if crash is None:
+            continue
+        boundary = crash.boundary
+        if boundary.in_store and target.store is None:
+            return (
+                f"{boundary} is a commit of a framework's store, and the target {target.name} has no [store] "
+                "table; crash a session-log agent at a fact (toolStarted, entry:tool, ...)"
+            )
+        if target.store is not None and not (boundary.in_store or boundary.in_flight):
+            return (
+                f"{boundary} is a fact of a session log, and the target {target.name} is judged on its "
+                f"{target.store.kind} store; crash it at commit, call-durable[tool=NAME], "
+                "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
+            )
+        if target.store is not None and crash.fault != "kill":
+            return f"the {crash.fault} fault is not available for a framework's store yet; only kill is"
+        if target.store is not None and boundary.what == "model-stream":
+            return "model-stream boundaries are not available for a framework's store yet"
+    return None

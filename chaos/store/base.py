@@ -87,6 +87,11 @@ class Store(ABC):
     def read(self, files: dict[str, bytes]) -> View:
         """What the copied files make durable. Pure over the bytes: no file of the target is touched."""
 
+    def session_id(self, files: dict[str, bytes]) -> str | None:
+        """The id a resume names the run by, when the store chose it (None: the one chaos started it
+        with, ``{session_id}`` in the target's start command)."""
+        return None
+
     def view(self, workspace: Path, path: str) -> View:
         return self.read(self.snapshot(workspace, path))
 

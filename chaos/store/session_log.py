@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
@@ -27,6 +29,18 @@ class SessionLog(Store):
 
     def files(self, workspace: Any, path: str) -> list[Any]:
         return [f for f in super().files(workspace, path) if not str(f).endswith("-wal")]
+
+    def session_id(self, files: dict[str, bytes]) -> str | None:
+        """The id in the log's header (the agent chose it)."""
+        for name in sorted(files):
+            header = files[name].split(b"\n", 1)[0]
+            try:
+                found = orjson.loads(header).get("id")
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(found, str):
+                return found
+        return None
 
     def read(self, files: dict[str, bytes]) -> View:
         calls: list[Call] = []

@@ -1,0 +1,126 @@
+"""A framework-less agent on a store of its own (``store.jsonl``: one item per line, each synced), for
+the test that a third store adapter needs no change to the cycle, and for the store checks' fail
+table: ``STORE_AGENT_BUG`` switches on one known bug at a time.
+
+Correct, it is at most once: the call is durable before its effect, and a call found without its
+output on resume gets a synthetic "interrupted" output instead of running again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from chaos.ledger import effect
+
+STORE = Path("store.jsonl")
+BUG = os.environ.get("STORE_AGENT_BUG", "")
+
+
+def _items() -> list[dict[str, Any]]:
+    if not STORE.exists():
+        return []
+    return [json.loads(line) for line in STORE.read_text().splitlines() if line.endswith("}")]
+
+
+def _write(item: dict[str, Any]) -> None:
+    fd = os.open(STORE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, json.dumps(item).encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if item["type"] == "input":
+            out.append({"role": "user", "content": item["text"]})
+        elif item["type"] == "call":
+            call = {
+                "id": item["id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item["type"] == "output":
+            out.append({"role": "tool", "tool_call_id": item["callId"], "content": item["text"]})
+    return out
+
+
+def _ask(items: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {
+        "model": os.environ.get("CHAOS_MODEL", "scripted/model"),
+        "messages": _messages(items),
+        "tools": [{"type": "function", "function": {"name": "deploy", "parameters": {"type": "object"}}}],
+    }
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer chaos"},
+    )
+    with urllib.request.urlopen(request, timeout=20) as answer:
+        return json.loads(answer.read())["choices"][0]["message"]  # type: ignore[no-any-return]
+
+
+def _deploy(call: dict[str, Any]) -> None:
+    effect("deploy", json.loads(call["arguments"]).get("service", ""), call_id=call["id"])
+    _write({"type": "output", "callId": call["id"], "text": "deployed"})
+    if BUG == "duplicate-output":
+        _write({"type": "output", "callId": call["id"], "text": "deployed"})
+
+
+def run() -> int:
+    while True:
+        message = _ask(_items())
+        calls = message.get("tool_calls") or []
+        if not calls:
+            if BUG != "no-final":
+                _write({"type": "final", "text": message.get("content") or ""})
+            return 0
+        for raw in calls:
+            call = {
+                "type": "call",
+                "id": raw["id"],
+                "name": raw["function"]["name"],
+                "arguments": raw["function"]["arguments"],
+            }
+            if BUG == "effect-first":
+                effect("deploy", json.loads(call["arguments"]).get("service", ""), call_id=call["id"])
+            _write(call)
+            _deploy(call)
+
+
+def resume() -> int:
+    items = _items()
+    if not items:
+        return 0  # the input never became durable: there is no run
+    if items[-1]["type"] == "final" and BUG != "again-asks":
+        return 0
+    answered = {i["callId"] for i in items if i["type"] == "output"}
+    for call in [i for i in items if i["type"] == "call" and i["id"] not in answered]:
+        if BUG == "rerun":
+            _deploy(call)
+        elif BUG != "orphan-request":
+            _write({"type": "output", "callId": call["id"], "text": "interrupted"})
+    try:
+        return run()
+    except OSError as err:  # (a refused request: HTTPError is an OSError)
+        print(f"store agent: {err}", file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--resume"]:
+        return resume()
+    _write({"type": "input", "text": argv[0]})
+    return run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""The store adapter interface: what each adapter reads, a third adapter added from outside without a
+change to the cycle, and the store checks' fail table (each check made to fail by one known bug of a
+small agent on a store of its own, ``tests/agents/store_agent.py``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from chaos import api
+from chaos.scenario.model import Boundary, Crash
+from chaos.store import STORES, Call, Output, Store, View, register, store_named
+from chaos.store.sqlite import commits_frame
+from tests.conftest import MINED, REPO, needs_ptrace
+
+SCENARIO = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
+STORE_AGENT = REPO / "tests" / "targets" / "store-agent.toml"
+
+
+class JsonlStore(Store):
+    """The test's own adapter: one JSON item per line (written by tests/agents/store_agent.py)."""
+
+    name = "test-jsonl"
+    commit = "line"
+    description = "a JSONL store of the test agent's own"
+
+    def read(self, files: dict[str, bytes]) -> View:
+        items = [
+            json.loads(line)
+            for data in files.values()
+            for line in data.decode().splitlines()
+            if line.endswith("}")
+        ]
+        calls = tuple(Call(i["id"], i["name"], i["arguments"]) for i in items if i["type"] == "call")
+        outputs = tuple(Output(i["callId"], i["text"]) for i in items if i["type"] == "output")
+        final = items[-1]["text"] if items and items[-1]["type"] == "final" else None
+        return View(calls, outputs, final, len(items), started=bool(items))
+
+
+register(JsonlStore())
+
+
+def test_view_tells_orphans_and_duplicates() -> None:
+    view = View(
+        calls=(Call("a", "deploy"), Call("b", "deploy"), Call("w", "deploy")),
+        outputs=(Output("a", "ok"), Output("a", "ok"), Output("z", "ok")),
+        waiting=("w",),
+    )
+    assert [c.id for c in view.orphan_calls()] == ["b"]  # (w waits for an approval: no orphan)
+    assert view.duplicated_outputs() == ["a"]
+    assert [o.call_id for o in view.orphan_outputs()] == ["z"]
+
+
+def test_a_wal_commit_frame_is_told_from_the_others() -> None:
+    assert commits_frame(b"\0\0\0\3\0\0\0\3" + b"\1" * 16)
+    assert not commits_frame(b"\0\0\0\2\0\0\0\0" + b"\1" * 16)
+    assert not commits_frame(b"\0\0\0\3\0\0\0\3")  # not a frame header's length
+
+
+def test_the_session_log_adapter_reads_what_the_reducer_accepts() -> None:
+    log = next(p for p in sorted((MINED / "fixtures").glob("*.jsonl")) if b'"toolStarted"' in p.read_bytes())
+    data = log.read_bytes()
+    view = store_named("session-log").read({"s.jsonl": data})
+    started = [json.loads(f) for f in data.splitlines() if b'"toolStarted"' in f]
+    assert view.started and view.items > 0 and view.calls
+    assert view.unreadable is None and len(started) >= 1
+    torn = store_named("session-log").read({"s.jsonl": data + b'{"kind":"rec'})
+    assert torn.calls == view.calls  # a torn tail is not durable
+
+
+def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, session_id TEXT, message_data TEXT)"
+        )
+        items = [
+            {"role": "user", "content": "Deploy web."},
+            {"type": "function_call", "call_id": "c1", "name": "deploy", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+        ]
+        connection.executemany(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+            [(json.dumps(i),) for i in items],
+        )
+    view = store_named("openai-agents").read({"agent.db": db.read_bytes()})
+    assert view.calls == (Call("c1", "deploy", "{}"),) and view.outputs == (Output("c1", "ok"),)
+    assert view.final == "Done." and view.items == 4 and view.started
+
+
+def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
+    store_named("session-log")
+    assert {"session-log", "langgraph", "openai-agents", "test-jsonl"} <= set(STORES)
+
+
+def test_the_cycle_imports_no_adapter() -> None:
+    """A third store is one ``register`` away: no stage above ``chaos.store`` imports an adapter, only the
+    interface (``chaos.store``, ``chaos.store.base``) and the commit kinds' formats (``chaos.store.sqlite``)."""
+    from tests.test_structure import MODULES, _imports
+
+    interface = {"chaos.store", "chaos.store.base", "chaos.store.sqlite"}
+    for module, path in MODULES.items():
+        if module.startswith("chaos.store"):
+            continue
+        used = {m for m in _imports(module, path) if m.startswith("chaos.store")}
+        assert used <= interface, (module, used - interface)
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_third_store_sweeps_with_exact_kills_and_passes(tmp_path: Path) -> None:
+    done = api.store_sweep([SCENARIO], STORE_AGENT, results=tmp_path, jobs=2)
+    kinds = {c.boundary.split("#")[0].split("[")[0] for c in done.cases}
+    assert {"none", "commit", "model-request", "effect-running", "effect-done"} <= kinds
+    landed = [c for c in done.cases if c.reached]
+    assert len(landed) == len(done.cases) - 1 and all(c.exact for c in landed)
+    assert done.ok, [g.cause for g in done.groups]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["exactKills"] == summary["kills"] == len(landed)
+
+
+# Each store check, made to fail by one known bug of the store agent (and the boundary that shows it).
+FAIL_TABLE = {
+    "effect-after-durable-call": ("effect-first", None),
+    "effects-as-declared": ("rerun", "effect-done[effect=deploy]"),
+    "store-consistent": ("duplicate-output", None),
+    "requests-valid": ("orphan-request", "effect-running[effect=deploy]"),
+    "same-outcome": ("no-final", None),
+    "resume-adds-nothing": ("again-asks", None),
+}
+
+
+def test_the_fail_table_covers_every_store_check() -> None:
+    from chaos.check.store import STORE_CHECKS
+
+    assert sorted(FAIL_TABLE) == sorted(c.id for c in STORE_CHECKS)
+
+
+@pytest.mark.slow
+@needs_ptrace
+@pytest.mark.parametrize("check", sorted(FAIL_TABLE))
+def test_each_store_check_fails_on_its_bug(check: str, tmp_path: Path) -> None:
+    bug, at = FAIL_TABLE[check]
+    scenario = api.load(SCENARIO)
+    scenario = scenario.with_crash(Crash(Boundary.parse(at)) if at else None)
+    case = api.store_run(scenario, STORE_AGENT, target_env={"STORE_AGENT_BUG": bug}, results=tmp_path)
+    failed = {j.id for j in case.judged if not j.ok}
+    assert check in failed, [j.to_json() for j in case.judged]
+    assert case.reproduce().startswith("chaos run ")
+    assert (tmp_path / "case.json").is_file()
+    if at is not None:
+        assert case.exact and (tmp_path / "prefix" / "store.jsonl").is_file()
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_the_session_log_is_the_first_adapter(tmp_path: Path) -> None:
+    """The reference agent through the store cycle: killed at the commit that makes its bash call durable
+    (its toolStarted), it never runs the deploy again and ends as the uninterrupted run does."""
+    scenario = api.load(REPO / "scenarios" / "deploy-intent-durable.toml")
+    scenario = scenario.with_crash(Crash(Boundary("call-durable", {"tool": "bash"})))
+    case = api.store_run(scenario, REPO / "tests" / "targets" / "reference-store.toml", results=tmp_path)
+    assert case.exact, case.to_json()["phases"]
+    assert case.ok, [j.to_json() for j in case.judged if not j.ok]
+    assert case.evidence.phases[0].after.calls and not case.evidence.phases[0].after.outputs
