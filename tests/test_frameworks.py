@@ -1,0 +1,136 @@
+"""The frameworks people build durable agents on, crashed at every commit of their own stores.
+
+What the bundled framework targets must show (issue: beyond one contract):
+LangGraph with the default durability runs an effect before its call is
+durable and, on a slow disk, repeats it under a new call id; in sync mode it
+keeps its documented promise (at least once, one call id) and is flagged when
+declared at most once; the Agents SDK runs effects before the call is durable;
+with an approval, resumed from the saved RunState, it runs the approved tool
+again and stores two outputs for one call. Every kill lands exactly. The
+frameworks are optional extras: their tests skip without them, unless
+CHAOS_REQUIRE_FRAMEWORKS=1 (CI) makes a missing one a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaos import api
+from chaos.scenario.model import Boundary, Crash
+from chaos.sweep.store import StoreSweep
+from tests.conftest import REPO, needs_ptrace
+
+ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
+SLOW = REPO / "scenarios" / "frameworks" / "deploy-slow-store.toml"
+
+
+def _needs(*modules: str) -> pytest.MarkDecorator:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing and os.environ.get("CHAOS_REQUIRE_FRAMEWORKS") == "1":
+        pytest.fail(f"CHAOS_REQUIRE_FRAMEWORKS=1 but {', '.join(missing)} cannot be imported", pytrace=False)
+    return pytest.mark.skipif(bool(missing), reason=f"pip install 'chaos[...]' for {', '.join(missing)}")
+
+
+langgraph = _needs("langgraph.checkpoint.sqlite", "langchain_openai")
+agents_sdk = _needs("agents")
+pytestmark = [pytest.mark.slow, needs_ptrace]
+
+
+def _causes(done: StoreSweep) -> dict[str, str]:
+    return {g.cause: g.check for g in done.groups}
+
+
+def _all_exact(done: StoreSweep) -> None:
+    landed = [c for c in done.cases if c.reached]
+    assert len(landed) == len(done.cases) - 1, [c.boundary for c in done.cases if not c.reached]
+    assert all(c.exact for c in landed), [c.boundary for c in landed if not c.exact]
+
+
+@langgraph
+def test_langgraph_async_runs_effects_before_they_are_durable_and_repeats_them(tmp_path: Path) -> None:
+    done = api.store_sweep([SLOW], "langgraph-async", results=tmp_path, jobs=2)
+    causes = _causes(done)
+    assert (
+        causes["effect deploy ran before its tool call was durable in the store"]
+        == "effect-after-durable-call"
+    )
+    repeated = "effect deploy repeated under a new call id (at least once with a stable id declared)"
+    assert causes[repeated] == "effects-as-declared"
+    assert len(done.groups) == 2, causes  # one failure per cause, however many commits show it
+    _all_exact(done)
+    reports = sorted((tmp_path / "failures").glob("*.md"))
+    assert len(reports) == 2 and "Reproduce:" in reports[0].read_text()
+
+
+@langgraph
+def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chaos",
+            "sweep",
+            str(SLOW),
+            "--target",
+            "langgraph",
+            "-j",
+            "2",
+            "--results",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["distinctFailures"] == 0 and summary["kills"] >= 12
+    assert summary["exactKills"] == summary["kills"]
+    repeated = [r for r in summary["results"] if len([e for e in r["effects"] if e["phase"] == "start"]) > 1]
+    assert repeated, "no crash made LangGraph run the deploy again: the sweep shows nothing of at-least-once"
+    assert all(len({e["callId"] for e in r["effects"]}) == 1 for r in repeated)
+
+
+@langgraph
+def test_a_users_graph_declared_at_most_once_is_flagged(tmp_path: Path) -> None:
+    scenario = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
+    case = api.store_run(
+        scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path
+    )
+    assert case.exact
+    problems = [p.key for j in case.judged for p in j.problems]
+    assert problems == ["effect deploy ran more than once (at most once declared)"], problems
+
+
+@agents_sdk
+def test_the_agents_sdk_runs_effects_before_the_call_is_durable(tmp_path: Path) -> None:
+    case = api.store_run(api.load(ONE).with_crash(None), "openai-agents", results=tmp_path)
+    failed = {j.id: [p.key for p in j.problems] for j in case.judged if not j.ok}
+    assert failed == {
+        "effect-after-durable-call": ["effect deploy ran before its tool call was durable in the store"]
+    }
+    again = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    case = api.store_run(again, "openai-agents", results=tmp_path / "running")
+    assert case.exact
+    assert "effect deploy ran more than once (at most once declared)" in [
+        p.key for j in case.judged for p in j.problems
+    ]
+
+
+@agents_sdk
+def test_an_approved_tool_runs_again_from_the_saved_run_state(tmp_path: Path) -> None:
+    done = api.store_sweep([ONE], "openai-agents-approval", results=tmp_path, jobs=2)
+    causes = _causes(done)
+    assert causes["effect deploy ran more than once (at most once declared)"] == "effects-as-declared"
+    assert causes["two outputs for one tool call in the final store"] == "store-consistent"
+    twice = next(g for g in done.groups if g.cause.startswith("two outputs"))
+    ids = {e.get("callId") for e in twice.first.evidence.effects()}
+    assert len(ids) == 1, "the approved call ran twice under its one id, from the saved RunState"
+    _all_exact(done)
