@@ -97,10 +97,10 @@ class Boundary:
                 )
             return
         if self.what in STORE_KINDS:
-            allowed = set() if self.what == "commit" else {"tool"}
-            if set(self.where) - allowed or not all(isinstance(v, str) for v in self.where.values()):
+            filters = set() if self.what == "commit" else {"tool"}
+            if set(self.where) - filters or not all(isinstance(v, str) for v in self.where.values()):
                 raise ValueError(
-                    f"{self.what} takes no filter" if not allowed else f"{self.what} takes only [tool=NAME]"
+                    f"{self.what} takes no filter" if not filters else f"{self.what} takes only [tool=NAME]"
                 )
             return
         if self.what == "model-stream":

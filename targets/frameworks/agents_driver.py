@@ -21,7 +21,7 @@ from typing import Any
 
 from agents import Runner, RunState, SQLiteSession
 
-from chaos.bundled.targets.frameworks.loading import load
+from .loading import load
 
 
 def _finished(items: list[Any]) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from chaos.bundled.targets.frameworks.loading import load
+from .loading import load
 
 
 def compiled(app: Any, saver: SqliteSaver) -> Any:

@@ -35,7 +35,7 @@ def _model() -> ChatOpenAI:
     )
 
 
-def builder() -> StateGraph:
+def builder() -> StateGraph[MessagesState]:
     """The graph, not yet compiled: the driver compiles it with its checkpointer."""
     model = _model().bind_tools([deploy])
 
