@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Any
 from chaos.version import __version__
 
 if TYPE_CHECKING:
-    from chaos.api import ExploreResult, SweepResult, check_target, explore, merge, run, sweep
+    from chaos.api import (
+        ExploreResult,
+        SweepResult,
+        check_target,
+        explore,
+        merge,
+        run,
+        store_run,
+        store_sweep,
+        sweep,
+    )
     from chaos.case.verdict import Verdict
     from chaos.check import CATALOG, Check
     from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
@@ -101,5 +111,7 @@ __all__ = [
     "plan_recovery",
     "reduce",
     "run",
+    "store_run",
+    "store_sweep",
     "sweep",
 ]

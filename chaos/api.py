@@ -40,7 +40,7 @@ from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
-from chaos.scenario.target import Target, find_target, load_target, store_mismatch
+from chaos.scenario.target import STORE_FAULTS, Target, find_target, load_target, store_mismatch
 from chaos.sweep.recheck import Change
 from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
@@ -142,10 +142,17 @@ def store_sweep(
     jobs: int = 1,
     target_env: dict[str, str] | None = None,
     timeout: float | None = None,
+    faults: Sequence[str] = ("kill",),
 ) -> StoreSweep:
     """Crash a framework agent at every commit of its store and every in-flight moment of each scenario
-    (default: the bundled framework scenarios); failures grouped by cause, one report each under
-    ``results/failures``, ``summary.json`` beside them."""
+    (default: the bundled framework scenarios), with each of ``faults`` (``kill``, ``power-loss``) where
+    it lands; failures grouped by cause, one report each under ``results/failures``, ``summary.json``
+    beside them."""
+    unknown = [f for f in faults if f not in STORE_FAULTS]
+    if unknown:
+        raise UsageError(
+            f"--fault {unknown[0]}: a framework's store is crashed with {', '.join(STORE_FAULTS)}"
+        )
     refs = list(scenarios) or [frameworks_folder()]
     loaded: list[Scenario] = []
     for ref in refs:
@@ -161,7 +168,7 @@ def store_sweep(
         raise UsageError(
             f"{chosen.path}: the target has no [store] table; use sweep() for a session-log agent"
         )
-    return store_sweep_cases(loaded, chosen, results, jobs, target_env, timeout)
+    return store_sweep_cases(loaded, chosen, results, jobs, target_env, timeout, tuple(faults))
 
 
 @dataclass

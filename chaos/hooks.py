@@ -40,6 +40,26 @@ what it may do.
     name a target's ``protocol`` names (and that name in
     ``chaos.scenario.target.PROTOCOL_NAMES``, which reads target files without the world).
 
+``Store``: what a framework agent has made durable
+    A subclass of ``chaos.store.Store``: the files that make up the store
+    (``files``), how a commit shows at the tracer (``commit``: ``"sqlite-wal"``
+    or ``"line"``), and ``read(files) -> View`` (durable tool calls, their
+    outputs, the final answer, a count of items), pure over a copy of the
+    files' bytes; registered with ``chaos.store.register`` under the name a
+    target's ``[store] kind`` names. Nothing above ``chaos.store`` changes:
+    ``tests/test_store.py`` adds one from the test file and sweeps it.
+
+``effect``: what a tool tells the ledger
+    ``chaos.ledger.effect(name, *detail, call_id=...)``, called by a tool where
+    it performs a real effect (a shell tool runs ``$CHAOS_EFFECT NAME``): the
+    effect's start and end, the call id it runs for, and chaos's gates.
+
+Store checks: one property, one module
+    A module of ``chaos.check.store`` with ``CHECK = StoreCheck(id, title,
+    judge)``, ``judge(StoreEvidence, uninterrupted) -> list[Problem]`` (a cause
+    in words that group, and the case's particulars), listed in
+    ``STORE_CHECKS``; each has a row in ``tests/test_store.py``'s fail table.
+
 Checks: one concern, one module
     A module of ``chaos.check`` with ``CATALOG`` (check id -> what it
     guarantees) and ``judge(Evidence) -> list[Check]``, listed in

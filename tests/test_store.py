@@ -167,3 +167,18 @@ def test_the_session_log_is_the_first_adapter(tmp_path: Path) -> None:
     assert case.exact, case.to_json()["phases"]
     assert case.ok, [j.to_json() for j in case.judged if not j.ok]
     assert case.evidence.phases[0].after.calls and not case.evidence.phases[0].after.outputs
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_power_cut_keeps_each_store_file_as_of_its_last_sync(tmp_path: Path) -> None:
+    """Killed at the return of its second commit's write, before that write's fsync: a SIGKILL keeps the
+    line (the page cache survives), a power cut does not."""
+    kept = {}
+    for fault in ("kill", "power-loss"):
+        crash = Crash(Boundary("commit", nth=2), fault=fault)
+        case = api.store_run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path / fault)
+        assert case.exact and case.ok, [j.to_json() for j in case.judged if not j.ok]
+        kept[fault] = case.evidence.phases[0].after.items
+        assert (tmp_path / fault / "prefix" / "store.jsonl").read_bytes().count(b"\n") == kept[fault]
+    assert kept == {"kill": 2, "power-loss": 1}

@@ -58,11 +58,10 @@ def sweep(args: argparse.Namespace) -> int:
 
 
 def _store_sweep(args: argparse.Namespace, results: Path) -> int:
-    """A framework agent's sweep: every commit of its store and every in-flight moment (kill only)."""
+    """A framework agent's sweep: every commit of its store and every in-flight moment (kill, power-loss)."""
     unavailable = [
         option
         for option, used in (
-            ("--fault", args.fault not in (None, ["kill"])),
             ("--depth 2", args.depth != 1),
             ("--junit", args.junit),
             ("--baseline", args.baseline or args.write_baseline),
@@ -84,6 +83,7 @@ def _store_sweep(args: argparse.Namespace, results: Path) -> int:
         jobs=args.jobs,
         target_env=dict(args.target_env),
         timeout=args.timeout,
+        faults=tuple(args.fault or ("kill",)),
     )
     say(render_store_summary(done.cases, done.groups, results))
     say(f"  summary: {results / 'summary.json'}")

@@ -132,6 +132,18 @@ def _settle(world: World, phase: StorePhase, proc: TracedProcess, started: float
     phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
 
 
+def _power_cut(workspace: Path, written: dict[str, bytes], durable: dict[str, bytes]) -> None:
+    """Leave in the workspace only what a power cut would: each store file as of its last sync (gone if
+    it never had one), and no SQLite shared-memory index (it lived in memory)."""
+    for name in set(written) | set(durable):
+        path = workspace / name
+        if name in durable:
+            path.write_bytes(durable[name])
+        else:
+            path.unlink(missing_ok=True)
+        Path(f"{path}-shm").unlink(missing_ok=True)
+
+
 def run_store_phase(
     world: World,
     store: Store,
@@ -151,7 +163,8 @@ def run_store_phase(
             f"{boundary} is a commit of the store, caught only by the tracer, and exact kills are unavailable "
             f"here ({ptrace.unavailable()}); run it where ptrace is allowed, or crash at an in-flight boundary"
         )
-    phase.before = store.view(workspace, spec.path)
+    before = store.snapshot(workspace, spec.path)
+    phase.before = store.read(before)
     phase.ledger_before = len(read_ledger(world.box.ledger))
     requests_before = len(world.server.requests)
     trigger = Trigger.arm(world, phase.crash) if phase.crash and boundary and boundary.in_flight else None
@@ -174,6 +187,8 @@ def run_store_phase(
         if exited and trigger is not None:
             trigger.disarm()
         phase.kill = proc.reap()
+        if stop.stopped and phase.crash is not None and phase.crash.fault == "power-loss":
+            _power_cut(workspace, store.snapshot(workspace, spec.path), commits.durable_files(before))
         phase.files = store.snapshot(workspace, spec.path)
         if keep is not None:
             keep(phase)

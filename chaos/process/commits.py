@@ -45,6 +45,9 @@ class Commits:
     views: list[View] = field(default_factory=list)  # the store after each commit
     _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
     _slow: set[int] = field(default_factory=set)  # threads to hold at their commit's write
+    # A power cut's model, per file: each store file's bytes at the return of its last sync in the phase
+    synced: dict[str, bytes] = field(default_factory=dict)
+    _syncing: dict[int, str] = field(default_factory=dict)  # pid -> the file its fsync/fdatasync names
 
     def _mine(self, path: str) -> bool:
         """A write to the store: its WAL (sqlite-wal) or its file (line)."""
@@ -67,9 +70,33 @@ class Commits:
     def view(self) -> View:
         return self.store.view(self.workspace, self.path)
 
+    def _synced(self, path: str | None) -> None:
+        """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""
+        for file in self.store.files(self.workspace, self.path):
+            if path is None or str(file) == path:
+                try:
+                    self.synced[str(file.relative_to(self.workspace))] = file.read_bytes()
+                except FileNotFoundError:
+                    continue
+
+    def durable_files(self, before: dict[str, bytes]) -> dict[str, bytes]:
+        """What a power cut now would leave of the store: each file as of its last sync in the phase, else
+        as the phase found it (``before``); a file the phase created and never synced is gone. Each file
+        is judged on its own syncs: a WAL checkpoint overwrites database pages in place, so a byte prefix
+        of one log (a session log's model) does not describe a database."""
+        return {**before, **self.synced}
+
     def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
         """At a trap, with the process stopped: (ask for a stop when the call returns, a commit was just
         completed)."""
+        if tag == ptrace.SYNC_ENTRY:
+            self._syncing[pid] = ptrace.call_file(pid)[1]
+            return False, False
+        if tag in (ptrace.SYNC, ptrace.ALL):
+            path = self._syncing.pop(pid, None)
+            if ptrace.call_result(pid) == 0:
+                self._synced(None if tag == ptrace.ALL else path)
+            return False, False
         if tag == ptrace.AFTER:
             state = self._pending.pop(pid, None)
             if state in ("page", "line") and ptrace.call_result(pid) > 0:

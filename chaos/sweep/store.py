@@ -23,6 +23,7 @@ import orjson
 from chaos.case.record import slug
 from chaos.case.store import StoreCase, run_store_case
 from chaos.cycle.store import StoreEvidence
+from chaos.fault import FAULTS
 from chaos.report.store import group_report, precision, report_path
 from chaos.scenario.model import Boundary, Crash, Scenario
 from chaos.scenario.target import Target
@@ -85,6 +86,7 @@ def store_sweep(
     jobs: int = 1,
     extra_env: dict[str, str] | None = None,
     timeout: float | None = None,
+    faults: tuple[str, ...] = ("kill",),
 ) -> StoreSweep:
     began = time.monotonic()
     env = dict(extra_env or {})
@@ -96,9 +98,10 @@ def store_sweep(
         clean = run_store_case(scenario.with_crash(None), target, None, folder / "uninterrupted", env)
         cases.append(clean)
         for boundary in boundaries_of(clean.evidence):
-            planned.append(
-                (scenario.with_crash(Crash(boundary)), clean.evidence, folder / slug(str(boundary)))
-            )
+            for fault in faults:
+                if FAULTS[fault].applies_to(boundary.what) is None:
+                    crash = Crash(boundary, fault=fault)
+                    planned.append((scenario.with_crash(crash), clean.evidence, folder / slug(str(crash))))
 
     def one(plan: tuple[Scenario, StoreEvidence, Path]) -> StoreCase:
         scenario, clean, folder = plan

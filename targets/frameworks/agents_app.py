@@ -23,9 +23,13 @@ def _deploy(ctx: ToolContext[object], service: str) -> str:
 
 def _agent(approval: bool) -> Agent[object]:
     client = AsyncOpenAI(
-        base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "chaos"), max_retries=0
+        base_url=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
+        max_retries=0,
     )
-    model = OpenAIChatCompletionsModel(model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client)
+    model = OpenAIChatCompletionsModel(
+        model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client
+    )
     tool = function_tool(_deploy, name_override="deploy", needs_approval=approval)
     return Agent(name="deployer", instructions="Deploy what you are asked to.", tools=[tool], model=model)
 
