@@ -179,6 +179,8 @@ class Protocol:
     def answer(
         self, turn: Turn, index: int, conversation: Conversation, usage: dict[str, int], nonce: str = ""
     ) -> Answer:
+        """The scripted ``turn`` as the answer to the ``index``-th assistant turn; ``nonce`` ends every
+        tool call id it gives (a new one per request, as a real provider's ids are)."""
         raise NotImplementedError
 
     def error(self, status: int, message: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from agents import Runner, RunState, SQLiteSession
 
-from .loading import load
+from .loading import load, parser
 
 
 def _finished(items: list[Any]) -> bool:
@@ -57,13 +57,10 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="agents_driver")
-    parser.add_argument("prompt", nargs="?")
-    parser.add_argument("--app", default="chaos.bundled.targets.frameworks.agents_app:agent")
-    parser.add_argument("--db", default="agent.db")
-    parser.add_argument("--session", default="chaos-session")
-    parser.add_argument("--resume", action="store_true")
-    return asyncio.run(_run(parser.parse_args(argv)))
+    options = parser(
+        "agents_driver", "chaos.bundled.targets.frameworks.agents_app:agent", "agent.db", "--session"
+    )
+    return asyncio.run(_run(options.parse_args(argv)))
 
 
 if __name__ == "__main__":

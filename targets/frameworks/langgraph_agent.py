@@ -13,14 +13,13 @@ a thread; a thread with nothing left to run adds nothing. Exit 0: completed.
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from .loading import load
+from .loading import load, parser
 
 
 def compiled(app: Any, saver: SqliteSaver) -> Any:
@@ -28,14 +27,11 @@ def compiled(app: Any, saver: SqliteSaver) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="langgraph_agent")
-    parser.add_argument("prompt", nargs="?")
-    parser.add_argument("--app", default="chaos.bundled.targets.frameworks.langgraph_app:graph")
-    parser.add_argument("--db", default="state.db")
-    parser.add_argument("--thread", default="chaos-session")
-    parser.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
-    parser.add_argument("--resume", action="store_true")
-    args = parser.parse_args(argv)
+    options = parser(
+        "langgraph_agent", "chaos.bundled.targets.frameworks.langgraph_app:graph", "state.db", "--thread"
+    )
+    options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
+    args = options.parse_args(argv)
     app = load(args.app)
     connection = sqlite3.connect(args.db, check_same_thread=False)
     graph = compiled(app, SqliteSaver(connection))
