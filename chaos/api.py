@@ -28,6 +28,7 @@ from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.drive import Pause
 from chaos.doctor.diagnosis import Diagnosis, diagnose
 from chaos.doctor.probes import PROBES
+from chaos.doctor.store import diagnose_store
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.hooks import AfterCase, Judge
@@ -189,6 +190,8 @@ def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 2
     """Run ``ref`` on the doctor's small worlds: is it usable by ``sweep``, and if not, why."""
     target = target_of(ref, PROBES[0], option="TARGET")
     folder = results or Path("results") / "target-check" / f"{target.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if target.store is not None:
+        return diagnose_store(target, folder, timeout)
     return diagnose(target, folder, timeout)
 
 

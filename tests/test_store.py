@@ -182,3 +182,15 @@ def test_a_power_cut_keeps_each_store_file_as_of_its_last_sync(tmp_path: Path) -
         kept[fault] = case.evidence.phases[0].after.items
         assert (tmp_path / fault / "prefix" / "store.jsonl").read_bytes().count(b"\n") == kept[fault]
     assert kept == {"kill": 2, "power-loss": 1}
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_target_check_tells_a_store_path_that_matches_nothing(tmp_path: Path) -> None:
+    assert api.check_target(STORE_AGENT, tmp_path / "right").exit_code == 0
+    wrong = tmp_path / "wrong.toml"
+    text = STORE_AGENT.read_text().replace("{target_dir}/..", str(REPO / "tests"))
+    wrong.write_text(text.replace('path = "store.jsonl"', 'path = "elsewhere.jsonl"'))
+    diagnosis = api.check_target(wrong, tmp_path / "wrong")
+    assert diagnosis.exit_code == 2, diagnosis.text()
+    assert "point [store] path at the file the agent writes" in diagnosis.text()

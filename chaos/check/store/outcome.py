@@ -1,9 +1,10 @@
 """The resumed run ends as the uninterrupted run of the same scenario does: by itself, completed, with
-the same final answer (the scripted model answers the same conversation the same way)."""
+the same final answer (the scripted model answers the same conversation the same way), and with no
+effect the uninterrupted run did not have (how often each may run is ``effects-as-declared``'s)."""
 
 from __future__ import annotations
 
-from chaos.check.store.base import Problem, StoreCheck, resumes
+from chaos.check.store.base import Problem, StoreCheck, effect_key, resumes
 from chaos.cycle.store import StoreEvidence
 
 
@@ -23,16 +24,23 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
                 f"{last.name} exited {last.returncode}",
             )
         ]
+    owed = {effect_key(e) for e in clean.effects()}
+    extra = sorted({effect_key(e) for e in evidence.effects()} - owed)
+    problems = [
+        Problem("the resumed run ran an effect the uninterrupted run did not", f"{key} ran") for key in extra
+    ]
     if not evidence.began:
-        return []  # the crash came before the run's input was durable: there is no run to finish
+        return problems  # the crash came before the run's input was durable: there is no run to finish
     expected, final = clean.final.final, evidence.final.final
     if final is None:
-        return [
+        problems.append(
             Problem("the resumed run ended without a final answer in the store", f"expected {expected!r}")
-        ]
-    if expected is not None and final != expected:
-        return [Problem("the resumed run ended with another final answer", f"{final!r}, not {expected!r}")]
-    return []
+        )
+    elif expected is not None and final != expected:
+        problems.append(
+            Problem("the resumed run ended with another final answer", f"{final!r}, not {expected!r}")
+        )
+    return problems
 
 
 CHECK = StoreCheck("same-outcome", "the resumed run ends as the uninterrupted run does", judge)
