@@ -55,7 +55,8 @@ def group_report(found: StoreGroup) -> str:
         f"- check: `{found.check}`",
         f"- target: `{first.target.name}` (store `{spec.kind}`, declared `{spec.semantics}`)",
         f"- scenario: `{first.scenario.name}`",
-        f"- cases: {len(found.cases)}, at " + ", ".join(f"`{c.boundary}`" for c in found.cases),
+        f"- cases: {len(found.cases)}, at "
+        + ", ".join(f"`{c.scenario.name} @ {c.boundary}`" for c in found.cases),
         "",
         "## The first case",
         "",

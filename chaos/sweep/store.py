@@ -70,7 +70,7 @@ class StoreSweep:
                 {
                     "check": g.check,
                     "cause": g.cause,
-                    "cases": [c.boundary for c in g.cases],
+                    "cases": [f"{c.scenario.name} @ {c.boundary}" for c in g.cases],
                     "reproduce": g.first.reproduce(),
                 }
                 for g in self.groups
