@@ -84,6 +84,8 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
             "2",
             "--results",
             str(tmp_path),
+            "--junit",
+            str(tmp_path / "junit.xml"),
         ],
         capture_output=True,
         text=True,
@@ -93,6 +95,7 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["distinctFailures"] == 0 and summary["kills"] >= 12
     assert summary["exactKills"] == summary["kills"]
+    assert 'failures="0"' in (tmp_path / "junit.xml").read_text()
     repeated = [r for r in summary["results"] if len([e for e in r["effects"] if e["phase"] == "start"]) > 1]
     assert repeated, "no crash made LangGraph run the deploy again: the sweep shows nothing of at-least-once"
     assert all(len({e["callId"] for e in r["effects"]}) == 1 for r in repeated)

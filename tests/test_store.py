@@ -194,3 +194,23 @@ def test_target_check_tells_a_store_path_that_matches_nothing(tmp_path: Path) ->
     diagnosis = api.check_target(wrong, tmp_path / "wrong")
     assert diagnosis.exit_code == 2, diagnosis.text()
     assert "point [store] path at the file the agent writes" in diagnosis.text()
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_store_sweep_writes_junit_naming_each_failure(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from chaos.report.store import write_store_junit
+
+    done = api.store_sweep(
+        [SCENARIO], STORE_AGENT, results=tmp_path, jobs=2, target_env={"STORE_AGENT_BUG": "duplicate-output"}
+    )
+    write_store_junit(tmp_path / "junit.xml", done.cases, done.groups, done.seconds)
+    suite = ET.parse(tmp_path / "junit.xml").getroot()[0]
+    failures = [f for case in suite.iter("testcase") for f in case.iter("failure")]
+    assert int(suite.get("tests", "0")) == len(done.cases) and len(failures) == int(
+        suite.get("failures", "-1")
+    )
+    assert failures and all("two outputs for one tool call" in f.get("message", "") for f in failures)
+    assert all("reproduce: chaos run " in f.get("message", "") for f in failures)

@@ -10,7 +10,7 @@ from chaos import api
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
 from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, UsageError
-from chaos.report.store import render_store_summary
+from chaos.report.store import render_store_summary, write_store_junit
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
 
@@ -63,7 +63,6 @@ def _store_sweep(args: argparse.Namespace, results: Path) -> int:
         option
         for option, used in (
             ("--depth 2", args.depth != 1),
-            ("--junit", args.junit),
             ("--baseline", args.baseline or args.write_baseline),
             ("--shard", args.shard != (1, 1)),
             ("--resume", args.resume),
@@ -85,6 +84,8 @@ def _store_sweep(args: argparse.Namespace, results: Path) -> int:
         timeout=args.timeout,
         faults=tuple(args.fault or ("kill",)),
     )
+    if args.junit:
+        write_store_junit(Path(args.junit), done.cases, done.groups, done.seconds)
     say(render_store_summary(done.cases, done.groups, results))
     say(f"  summary: {results / 'summary.json'}")
     return EXIT_OK if done.ok else EXIT_FINDING

@@ -5,6 +5,7 @@ effect details) goes through ``printable`` first."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from chaos.case.store import StoreCase
@@ -85,3 +86,43 @@ def group_report(found: StoreGroup) -> str:
         "",
     ]
     return "\n".join(printable(line) for line in lines)
+
+
+def write_store_junit(path: Path, cases: list[StoreCase], groups: list[StoreGroup], seconds: float) -> None:
+    """One testcase per scenario x boundary; a failing case's failure names its first distinct failure
+    and that failure's reproduce command, and lists every check of the case."""
+    failing = [c for c in cases if not c.ok]
+    suite = ET.Element(
+        "testsuite",
+        name="chaos sweep (store)",
+        tests=str(len(cases)),
+        failures=str(len(failing)),
+        errors="0",
+        skipped="0",
+        time=f"{seconds:.3f}",
+    )
+    exact, landed = precision(cases)
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="kills.exact", value=f"{exact}/{landed}")
+    for case in cases:
+        element = ET.SubElement(
+            suite, "testcase", classname=f"chaos.{case.scenario.name}", name=printable(case.boundary)
+        )
+        if case.ok:
+            continue
+        check, problem = case.failures()[0]
+        found = next(g for g in groups if g.check == check and g.cause == problem.key)
+        message = f"[{check}] {problem.key} | reproduce: {found.first.reproduce()} | here: {problem.text}"
+        failure = ET.SubElement(element, "failure", message=printable(message), type="chaos.finding")
+        lines = [
+            f"{'ok  ' if j.ok else 'skip' if j.not_judged else 'FAIL'} {j.id}: {j.title}"
+            + "".join(f" | {p.key}: {p.text}" for p in j.problems)
+            for j in case.judged
+        ]
+        lines += [f"results: {case.folder}", f"reproduce: {case.reproduce()}"]
+        failure.text = "\n".join(printable(line) for line in lines) + "\n"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
