@@ -137,3 +137,17 @@ def test_an_approved_tool_runs_again_from_the_saved_run_state(tmp_path: Path) ->
     ids = {e.get("callId") for e in twice.first.evidence.effects()}
     assert len(ids) == 1, "the approved call ran twice under its one id, from the saved RunState"
     _all_exact(done)
+
+
+@langgraph
+def test_the_pytest_plugin_runs_a_framework_scenario(tmp_path: Path) -> None:
+    """``pytest --chaos`` on a framework scenario: items from its store's boundaries, judged on the store."""
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--chaos", str(ONE)]
+    argv += ["--chaos-target", "langgraph-async", "--chaos-results", str(tmp_path / "r")]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    listed = subprocess.run([*argv, "--collect-only"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert "commit#11" in listed.stdout and "effect-done[effect=deploy]#1" in listed.stdout, listed.stdout
+    done = subprocess.run([*argv, "-k", "crash"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr  # the uninterrupted run already shows the bug
+    assert "effect deploy ran before its tool call was durable in the store" in done.stdout
+    assert "reproduce: chaos run " in done.stdout
