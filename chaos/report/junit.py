@@ -75,6 +75,11 @@ def write_junit(path: Path, summary: Summary, name: str = "chaos sweep") -> None
             lines = [f"{_mark(c)} {c.text()}" for c in result.checks]
             lines += [f"results: {result.folder}", f"reproduce: {result.reproduce}"]
             failure.text = "\n".join(printable(line) for line in lines) + "\n"
+    write_suite(path, suite)
+
+
+def write_suite(path: Path, suite: ET.Element) -> None:
+    """One ``testsuite`` as a JUnit file, indented."""
     root = ET.Element("testsuites")
     root.append(suite)
     tree = ET.ElementTree(root)

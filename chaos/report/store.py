@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from chaos.case.store import StoreCase
+from chaos.report.junit import write_suite
 from chaos.report.text import printable
 from chaos.triage.store import StoreGroup
 
@@ -121,8 +122,4 @@ def write_store_junit(path: Path, cases: list[StoreCase], groups: list[StoreGrou
         ]
         lines += [f"results: {case.folder}", f"reproduce: {case.reproduce()}"]
         failure.text = "\n".join(printable(line) for line in lines) + "\n"
-    root = ET.Element("testsuites")
-    root.append(suite)
-    tree = ET.ElementTree(root)
-    ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    write_suite(path, suite)
