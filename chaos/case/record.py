@@ -11,6 +11,7 @@ reads these files back while it runs: they are for people, for ``--oracle`` comm
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
+from chaos.scenario.target import Target
 
 RESULTS = Path("results/runs")
 # What a passing case of a sweep keeps: its report line, and the evidence ``chaos recheck`` judges again
@@ -47,6 +49,15 @@ def default_folder(scenario: Scenario) -> Path:
     crash = str(scenario.crash.boundary) if scenario.crash else "clean"
     stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     return RESULTS / f"{slug(scenario.name)}-{slug(crash)}-{stamp}"
+
+
+def reproduce_command(folder: Path, target: Target, extra_env: dict[str, str]) -> str:
+    """Reruns exactly a recorded case: the scenario as used (``folder/scenario.toml``: crash, signal,
+    torn tail, timeout), its target and environment; from any directory."""
+    argv = ["chaos", "run", str(folder.resolve() / "scenario.toml"), "--target", target.reference]
+    for key, value in extra_env.items():
+        argv += ["--target-env", f"{key}={value}"]
+    return shlex.join(argv)
 
 
 def dump(path: Path, value: Any) -> None:

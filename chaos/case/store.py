@@ -8,13 +8,13 @@ them, exactly what the resume found), each phase's output, and ``case.json``.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from chaos.case.record import reproduce_command
 from chaos.check.store import STORE_CHECKS, Judged, Problem, judge
 from chaos.cycle.store import StoreEvidence, StorePhase, drive_store_cycle
 from chaos.process.phase import PhaseKind
@@ -58,16 +58,7 @@ class StoreCase:
         return [(j.id, p) for j in self.judged for p in j.problems]
 
     def reproduce(self) -> str:
-        argv = [
-            "chaos",
-            "run",
-            str((self.folder / "scenario.toml").resolve()),
-            "--target",
-            self.target.reference,
-        ]
-        for key, value in self.extra_env.items():
-            argv += ["--target-env", f"{key}={value}"]
-        return shlex.join(argv)
+        return reproduce_command(self.folder, self.target, self.extra_env)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.case.record import reproduce_command
 from chaos.case.result import CaseResult
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
@@ -66,11 +66,7 @@ class Verdict:
     def reproduce(self) -> str:
         """Reruns exactly this case: the scenario as used (crash, signal, torn tail, timeout), its target
         and environment."""
-        folder = self.folder.resolve()  # a reproduce command works from any directory
-        argv = ["chaos", "run", str(folder / "scenario.toml"), "--target", self.target.reference]
-        for key, value in self.extra_env.items():
-            argv += ["--target-env", f"{key}={value}"]
-        return shlex.join(argv)
+        return reproduce_command(self.folder, self.target, self.extra_env)
 
     def result(self) -> CaseResult:
         """What is kept of this verdict: its checks, phases, where the kill landed, how to reproduce it."""

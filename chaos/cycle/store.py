@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.errors import Interrupted, UsageError
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits, CommitStop
-from chaos.process.phase import ABORT, PhaseKind
+from chaos.process.phase import ABORT, PhaseKind, own_faults
 from chaos.process.reap import KillReport
 from chaos.process.stop import Trigger
 from chaos.process.tree import TracedProcess
@@ -63,7 +63,7 @@ class StorePhase:
 
     @property
     def name(self) -> str:
-        return f"resume-{self.index}" if self.kind is PhaseKind.RESUME else self.kind.value
+        return self.kind.named(self.index)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,10 +122,7 @@ Keep = Callable[[StorePhase], None]
 
 
 def _settle(world: World, phase: StorePhase, proc: TracedProcess, started: float, ended: bool) -> None:
-    if proc.fault is not None:
-        raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
-    if world.server.fault is not None:
-        raise ChaosFault(f"the model server failed during {phase.name}: {world.server.fault!r}")
+    own_faults(world, proc, phase.name)
     phase.seconds = time.monotonic() - started
     phase.timed_out = not ended
     phase.returncode = None if phase.timed_out or phase.killed else proc.returncode

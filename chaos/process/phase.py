@@ -98,6 +98,10 @@ class PhaseKind(Enum):
     CONTINUED = "start-continued"  # a writer paused at its boundary (SIGSTOP), let go on after a resume
     AGAIN = "resume-again"  # the finished session resumed once more: must append nothing
 
+    def named(self, index: int) -> str:
+        """A phase's name in files and reports: ``resume-N`` for the N-th resume, else its kind."""
+        return f"resume-{index}" if self is PhaseKind.RESUME else self.value
+
 
 # The fields a phase's result keeps as they are (``chaos recheck`` sets them back from a stored result).
 KEPT = (
@@ -163,7 +167,7 @@ class Phase:
 
     @property
     def name(self) -> str:
-        return f"resume-{self.index}" if self.kind is PhaseKind.RESUME else self.kind.value
+        return self.kind.named(self.index)
 
     @property
     def committed_before(self) -> int:
@@ -229,11 +233,7 @@ def _settle(
     world: World, phase: Phase, proc: TracedProcess, started: float, ended: bool, before: _Before
 ) -> None:
     """What the phase's process did, once it is gone (or handed on, paused)."""
-    if proc.fault is not None:
-        raise ChaosFault(f"the tracer of {phase.name} failed: {proc.fault!r}") from proc.fault
-    if world.server.fault is not None:
-        fault = world.server.fault
-        raise ChaosFault(f"the model server failed during {phase.name}: {fault!r}") from fault
+    own_faults(world, proc, phase.name)
     phase.seconds = time.monotonic() - started
     phase.timed_out = not ended
     phase.requests = (before.requests, len(world.server.requests))
@@ -242,6 +242,16 @@ def _settle(
     phase.strays = sorted(set(world.box.strays()) - before.strays)
     phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
     phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
+
+
+def own_faults(world: World, proc: TracedProcess, name: str) -> None:
+    """chaos's own failures during phase ``name`` (its tracer's, its model server's): raised as a
+    ``ChaosFault``, never taken for the agent's behaviour."""
+    if proc.fault is not None:
+        raise ChaosFault(f"the tracer of {name} failed: {proc.fault!r}") from proc.fault
+    if world.server.fault is not None:
+        fault = world.server.fault
+        raise ChaosFault(f"the model server failed during {name}: {fault!r}") from fault
 
 
 def continue_phase(
