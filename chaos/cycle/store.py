@@ -165,7 +165,10 @@ def run_store_phase(
     phase.ledger_before = len(read_ledger(world.box.ledger))
     requests_before = len(world.server.requests)
     trigger = Trigger.arm(world, phase.crash) if phase.crash and boundary and boundary.in_flight else None
-    commits = Commits(store, workspace, spec.path, str(world.box.ledger), world.scenario.store_delay)
+    power_cut = phase.crash is not None and phase.crash.fault == "power-loss"
+    commits = Commits(
+        store, workspace, spec.path, str(world.box.ledger), world.scenario.store_delay, power_cut
+    )
     stop = CommitStop(commits, boundary if boundary is not None and boundary.in_store else None, phase.before)
     env = world.env(config, trigger.gates() if trigger else [])
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
@@ -184,7 +187,7 @@ def run_store_phase(
         if exited and trigger is not None:
             trigger.disarm()
         phase.kill = proc.reap()
-        if stop.stopped and phase.crash is not None and phase.crash.fault == "power-loss":
+        if stop.stopped and power_cut:
             _power_cut(workspace, store.snapshot(workspace, spec.path), commits.durable_files(before))
         phase.files = store.snapshot(workspace, spec.path)
         if keep is not None:

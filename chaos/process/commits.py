@@ -5,9 +5,11 @@ SQLite commit too. For a ``sqlite-wal`` store a commit is the write of a WAL
 frame whose header carries the database size (``chaos.store.sqlite``): the
 24-byte header, then its page; the commit is made when that page's write
 returns, and the agent is stopped right there. For a ``line`` store a commit is
-a write ending in a newline. At every commit the policy reads a copy of the
-store (boundaries such as "the commit that makes a deploy call durable" are
-judged on it), and at every write to the effect ledger it records which tool
+a write ending in a newline. Where the boundary is judged on what the store
+holds ("the commit that makes a deploy call durable"), the policy reads a copy
+of the store at every commit; a power cut's model keeps each file's bytes at
+its syncs, and only in a phase a power cut ends. At every write to the effect
+ledger it records which tool
 calls the store held durable then: an effect that starts before its call is
 durable is seen at the moment it starts, not guessed afterwards.
 
@@ -39,10 +41,10 @@ class Commits:
     path: str
     ledger: str
     delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
+    power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
     count: int = 0  # commits completed in the phase
     begun: int = 0  # commit frames begun (their header written)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
-    views: list[View] = field(default_factory=list)  # the store after each commit
     _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
     _slow: set[int] = field(default_factory=set)  # threads to hold at their commit's write
     # A power cut's model, per file: each store file's bytes at the return of its last sync in the phase
@@ -72,6 +74,8 @@ class Commits:
 
     def _synced(self, path: str | None) -> None:
         """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""
+        if not self.power_cut:
+            return
         for file in self.store.files(self.workspace, self.path):
             if path is None or str(file) == path:
                 try:
@@ -101,7 +105,6 @@ class Commits:
             state = self._pending.pop(pid, None)
             if state in ("page", "line") and ptrace.call_result(pid) > 0:
                 self.count += 1
-                self.views.append(self.view())
                 return False, True
             return False, False
         if tag not in (ptrace.WRITE, ptrace.WRITEV):
@@ -137,12 +140,13 @@ def _count(boundary: Boundary, view: View, base: View) -> int:
     return sum(1 for o in view.outputs if o not in base.outputs and tool in (None, names.get(o.call_id)))
 
 
-def reached(boundary: Boundary, commits: Commits, base: View) -> bool:
-    """Whether the commit just completed is ``boundary`` (counted from the phase's start, ``base``)."""
+def reached(boundary: Boundary, count: int, views: list[View], base: View) -> bool:
+    """Whether the commit just completed (the ``count``-th of the phase) is ``boundary``; ``views`` is
+    the store after each commit, read only for a boundary judged on what the store holds."""
     if boundary.what == "commit":
-        return commits.count == boundary.nth
-    before = commits.views[-2] if len(commits.views) > 1 else base
-    return _count(boundary, commits.views[-1], base) >= boundary.nth > _count(boundary, before, base)
+        return count == boundary.nth
+    before = views[-2] if len(views) > 1 else base
+    return _count(boundary, views[-1], base) >= boundary.nth > _count(boundary, before, base)
 
 
 class CommitStop:
@@ -153,6 +157,7 @@ class CommitStop:
         self.proc: TracedProcess | None = None
         self.stopped = False
         self.begun_at_kill = 0
+        self.views: list[View] = []  # the store after each commit, for call- and output-durable boundaries
         self._lock = threading.Lock()
 
     def attach(self, proc: TracedProcess) -> None:
@@ -169,12 +174,11 @@ class CommitStop:
     def at_trap(self, pid: int, tag: int) -> bool:
         ask, committed = self.commits.observe(pid, tag)
         boundary = self.boundary
-        if (
-            committed
-            and boundary is not None
-            and not self.stopped
-            and reached(boundary, self.commits, self.base)
-        ):
+        if not committed or boundary is None or self.stopped:
+            return ask
+        if boundary.what != "commit":
+            self.views.append(self.commits.view())
+        if reached(boundary, self.commits.count, self.views, self.base):
             self.kill()
         return ask
 
