@@ -70,6 +70,19 @@ def load(ref: ScenarioRef) -> Scenario:
     return ref if isinstance(ref, Scenario) else load_scenario(scenario_file(ref))
 
 
+def load_all(refs: Sequence[ScenarioRef]) -> list[Scenario]:
+    """Every scenario ``refs`` name (files, folders, bundled names or Scenario objects), in order."""
+    loaded: list[Scenario] = []
+    for ref in refs:
+        if isinstance(ref, Scenario):
+            loaded.append(ref)
+            continue
+        loaded += [load_scenario(p) for p in scenario_files([scenario_file(ref)])]
+    if not loaded:
+        raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
+    return loaded
+
+
 def target_of(ref: TargetRef | None, scenario: Scenario | None = None, option: str = "--target") -> Target:
     """A target (a Target, a name or a spec path), or the scenario's own; errors name ``option``."""
     if isinstance(ref, Target):
@@ -155,15 +168,7 @@ def store_sweep(
             f"--fault {unknown[0]}: a framework's store is crashed with {', '.join(STORE_FAULTS)}"
         )
     refs = list(scenarios) or [frameworks_folder()]
-    loaded: list[Scenario] = []
-    for ref in refs:
-        loaded += (
-            [ref]
-            if isinstance(ref, Scenario)
-            else [load_scenario(p) for p in scenario_files([scenario_file(ref)])]
-        )
-    if not loaded:
-        raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
+    loaded = load_all(refs)
     chosen = target_of(target, loaded[0])
     if chosen.store is None:
         raise UsageError(
@@ -340,15 +345,7 @@ def sweep(
     """
     settings = _settings(settings, options)
     known = read_baseline(baseline) if baseline is not None else None
-    loaded: list[Scenario] = []
-    refs = list(scenarios) or default_scenarios()
-    for ref in refs:
-        if isinstance(ref, Scenario):
-            loaded.append(ref)
-            continue
-        loaded += [load_scenario(p) for p in scenario_files([scenario_file(ref)])]
-    if not loaded:
-        raise UsageError(f"no scenario files in {' '.join(map(str, refs))}")
+    loaded = load_all(list(scenarios) or default_scenarios())
     targets = {id(s): target_of(target, s) for s in loaded}
     framework = sorted({t.name for t in targets.values() if t.store is not None})
     if framework:
