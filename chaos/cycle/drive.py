@@ -64,7 +64,7 @@ def _no_log(world: World, phase: Phase, out: Path) -> TargetUnusable:
             if path not in seeded:
                 written.append(path)
     if not written and phase.returncode not in (None, 0):  # it never got going: a command that does not run
-        said = _tail(out / f"{phase.name}.stderr")
+        said = said_last(out / f"{phase.name}.stderr")
         return TargetUnusable(
             f"{world.target.path}: the {phase.name} command did not start: {shlex.join(phase.argv)!r} exited "
             f"{phase.returncode} without writing anything"
@@ -79,7 +79,7 @@ def _no_log(world: World, phase: Phase, out: Path) -> TargetUnusable:
     )
 
 
-def _tail(path: Path, lines: int = 5) -> str:
+def said_last(path: Path, lines: int = 5) -> str:
     """The last lines a process printed, on one line (for an error message)."""
     try:
         text = path.read_text(errors="replace").strip()

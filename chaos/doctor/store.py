@@ -14,18 +14,12 @@ import shlex
 from pathlib import Path
 
 from chaos.case.store import StoreCase, run_store_case
+from chaos.cycle.drive import said_last
 from chaos.doctor.diagnosis import Concern, Diagnosis
 from chaos.scenario.model import Boundary, Crash, Scenario, Turn
 from chaos.scenario.target import Target
 
 HELLO = Scenario(prompt="Say hello.", turns=[Turn(text="Hello.")], name="store-hello")
-
-
-def _tail(path: Path) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-3:])
-    except OSError:
-        return ""
 
 
 def diagnose_store(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
@@ -57,7 +51,7 @@ def _judge(case: StoreCase, runs: Concern, exits: Concern, answer: Concern, agai
         if phase.timed_out:
             runs.problems.append(f"{name}: {phase.name} never ended ({phase.seconds:.0f} s)")
         elif phase.outcome is None:
-            said = _tail(case.folder / f"{phase.name}.stderr")
+            said = said_last(case.folder / f"{phase.name}.stderr", 3)
             exits.problems.append(
                 f"{name}: {phase.name} ({shlex.join(phase.argv)}) exited {phase.returncode}, "
                 "which [exit] does not name" + (f"; it said: {said}" if said else "")
