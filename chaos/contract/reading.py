@@ -16,6 +16,7 @@ from chaos.contract.framing import (
     committed_length,
     committed_lines,
     facts_of,
+    parse_json,
     parse_line,
 )
 from chaos.contract.planner import Decision, decide
@@ -99,3 +100,13 @@ def appended_lines(before: bytes, after: bytes) -> list[bytes]:
     """The committed lines ``after`` holds beyond the committed part of ``before`` (an append-only
     writer's transactions)."""
     return committed_lines(after)[len(committed_lines(before)) :]
+
+
+def session_id(log: bytes) -> str | None:
+    """The session id from the log's header, or None when the header cannot be read."""
+    try:
+        header = parse_json(log[: log.find(b"\n")] if b"\n" in log else log)
+    except FramingError:
+        return None
+    value = header.get("id") if isinstance(header, dict) else None
+    return value if isinstance(value, str) else None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.contract.framing import FramingError, parse_json
+from chaos.contract.reading import session_id
 from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
@@ -42,16 +42,6 @@ class Paused:
 
 
 Pause = Callable[[Paused], str]  # the person's choice: kill, continue or quit
-
-
-def session_id(log: bytes) -> str | None:
-    """The session id from the log's header, or None when the header cannot be read."""
-    try:
-        header = parse_json(log[: log.find(b"\n")] if b"\n" in log else log)
-    except FramingError:
-        return None
-    value = header.get("id") if isinstance(header, dict) else None
-    return value if isinstance(value, str) else None
 
 
 def _no_log(world: World, phase: Phase, out: Path) -> TargetUnusable:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
+from chaos.contract.reading import session_id
 from chaos.store.base import Call, Output, Store, View, register
 
 
@@ -32,15 +31,7 @@ class SessionLog(Store):
 
     def session_id(self, files: dict[str, bytes]) -> str | None:
         """The id in the log's header (the agent chose it)."""
-        for name in sorted(files):
-            header = files[name].split(b"\n", 1)[0]
-            try:
-                found = orjson.loads(header).get("id")
-            except (orjson.JSONDecodeError, AttributeError):
-                continue
-            if isinstance(found, str):
-                return found
-        return None
+        return next((found for name in sorted(files) if (found := session_id(files[name]))), None)
 
     def read(self, files: dict[str, bytes]) -> View:
         calls: list[Call] = []
