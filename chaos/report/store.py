@@ -8,6 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from chaos.case.record import slug
 from chaos.case.store import StoreCase
 from chaos.report.junit import write_suite
 from chaos.report.text import printable
@@ -43,8 +44,7 @@ def render_store_summary(cases: list[StoreCase], groups: list[StoreGroup], resul
 
 
 def report_path(results: Path, n: int, found: StoreGroup) -> Path:
-    words = "".join(ch if ch.isalnum() else "-" for ch in found.cause.lower()).strip("-")[:60]
-    return results / "failures" / f"{n:02d}-{words}.md"
+    return results / "failures" / f"{n:02d}-{slug(found.cause.lower(), 60)}.md"
 
 
 def group_report(found: StoreGroup) -> str:
