@@ -25,6 +25,8 @@ pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it
 BASE = "prompt = 'x'\n\n[[turns]]\ntext = 'hi'\n"
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
 REFERENCE = (REPO / "targets" / "reference.toml").read_text()
+FRAMEWORK = str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
+LANGGRAPH = (REPO / "targets" / "langgraph.toml").read_text()
 
 
 def _target(**changes: str) -> str:
@@ -125,6 +127,34 @@ ROWS = [
         None,
         REFERENCE.replace("sessions =", "session ="),
         ["line 9", "session: unknown key", "did you mean 'sessions'?"],
+    ),
+    (
+        "store-delay-too-long",
+        ["run", "{s}"],
+        "store_delay = 20\n" + BASE,
+        None,
+        ["line 1", "store_delay", "at most 10"],
+    ),
+    (
+        "store-kind-unknown",
+        ["run", FRAMEWORK, "--target", "{t}"],
+        None,
+        LANGGRAPH.replace('kind = "langgraph"', 'kind = "nope"'),
+        ["line 10", "store.kind", "'nope' is not allowed"],
+    ),
+    (
+        "store-boundary-on-a-session-log-agent",
+        ["run", FRAMEWORK, "--target", "reference"],
+        None,
+        None,
+        ["call-durable[tool=deploy]#1 is a commit of a framework's store", "no [store] table"],
+    ),
+    (
+        "store-fault-not-offered",
+        ["sweep", FRAMEWORK, "--target", "langgraph", "--fault", "torn"],
+        None,
+        None,
+        ["--fault torn", "kill, power-loss"],
     ),
     (
         "target-check-no-such-target",

@@ -19,6 +19,7 @@ from chaos.scenario.model import (
     BLOCKED_REASONS,
     FINISH,
     KINDS,
+    MAX_STORE_DELAY,
     OPERATIONS,
     OUTCOMES,
     PERSISTENCE,
@@ -177,7 +178,7 @@ def load_scenario(path: Path) -> Scenario:
         "timeout": top.number("timeout", 60.0, 0.0, exclusive=True),
         "requires": tuple(top.strings("requires", [])),
         "persistence": top.choice("persistence", PERSISTENCE, "posix"),
-        "store_delay": top.number("store_delay", 0.0, 0.0),
+        "store_delay": _store_delay(top),
     }
     top.done()
     if not values["turns"]:
@@ -281,6 +282,14 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
         doc["store_delay"] = scenario.store_delay
     doc["expect"] = _expect_document(scenario.expect)
     return doc
+
+
+def _store_delay(top: Table) -> float:
+    """Seconds each commit of a framework's store takes: 0 to ``MAX_STORE_DELAY``."""
+    delay = top.number("store_delay", 0.0, 0.0)
+    if delay > MAX_STORE_DELAY:
+        top.fail("store_delay", f"must be at most {MAX_STORE_DELAY:g} seconds; got {delay:g}")
+    return delay
 
 
 def scenario_toml(scenario: Scenario) -> str:

@@ -44,6 +44,7 @@ NEEDS = ("abort", "streaming", "compaction")  # and tool:NAME
 # What a power cut keeps of a file created since its directory was last synced: nothing (posix: its
 # directory entry is not durable), or the entry with the file's synced data (ext4's ordered journal).
 PERSISTENCE = ("posix", "ext4-ordered")
+MAX_STORE_DELAY = 10.0  # seconds a commit of a framework's store may be made to take
 _SYNTAX = re.compile(r"^(?P<what>[A-Za-z:-]+)(?P<filters>(\[[^\]=]+=[^\]]*\])*)(#(?P<nth>\d+))?$")
 
 
@@ -337,8 +338,8 @@ class Scenario:
         object.__setattr__(self, "requires", tuple(self.requires))
         if self.persistence not in PERSISTENCE:
             raise ValueError(f"persistence {self.persistence!r} is not one of {', '.join(PERSISTENCE)}")
-        if not (math.isfinite(self.store_delay) and 0 <= self.store_delay <= 10):
-            raise ValueError(f"store_delay {self.store_delay} must be from 0 to 10 seconds")
+        if not (math.isfinite(self.store_delay) and 0 <= self.store_delay <= MAX_STORE_DELAY):
+            raise ValueError(f"store_delay {self.store_delay} must be from 0 to {MAX_STORE_DELAY:g} seconds")
         unknown = [need for need in self.requires if need not in NEEDS and not need.startswith("tool:")]
         if unknown:
             raise ValueError(f"requires: {unknown[0]!r} is not one of {', '.join(NEEDS)}, tool:NAME")
