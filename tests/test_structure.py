@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 # The pipeline, bottom up: a module may import its own stage and the ones before it, never a later one.
 STAGES = [
-    ("chaos.version", "chaos.errors", "chaos.bundled", "chaos.ledger"),
+    ("chaos.version", "chaos.errors", "chaos.bundled", "chaos.ledger", "chaos.secrets"),
     ("chaos.contract",),
     ("chaos.store",),
     ("chaos.fault",),

@@ -25,6 +25,7 @@ from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+from chaos.secrets import scrub, scrub_file
 
 RESULTS = Path("results/runs")
 # What a passing case of a sweep keeps: its report line, and the evidence ``chaos recheck`` judges again
@@ -53,15 +54,26 @@ def default_folder(scenario: Scenario) -> Path:
 
 def reproduce_command(folder: Path, target: Target, extra_env: dict[str, str]) -> str:
     """Reruns exactly a recorded case: the scenario as used (``folder/scenario.toml``: crash, signal,
-    torn tail, timeout), its target and environment; from any directory."""
+    torn tail, timeout), its target and environment; from any directory. A ``--target-env`` value is a
+    secret: the command names the variable (``--target-env KEY="$KEY"``), the shell that runs it gives
+    the value."""
     argv = ["chaos", "run", str(folder.resolve() / "scenario.toml"), "--target", target.reference]
-    for key, value in extra_env.items():
-        argv += ["--target-env", f"{key}={value}"]
-    return shlex.join(argv)
+    names = [f'--target-env {shlex.quote(key)}="${key}"' for key in extra_env]
+    return " ".join([shlex.join(argv), *names])
+
+
+def env_names(extra_env: dict[str, str]) -> dict[str, str]:
+    """What is written of ``--target-env``: each variable by name, its value never."""
+    return {key: f"<{key}>" for key in extra_env}
+
+
+def write(path: Path, data: bytes) -> None:
+    """Every file of a case's record is written here: scrubbed of secrets (``chaos.secrets``)."""
+    path.write_bytes(scrub(data))
 
 
 def dump(path: Path, value: Any) -> None:
-    path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    write(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def log_file(phase: Phase) -> str:
@@ -74,8 +86,11 @@ class Record:
         folder.mkdir(parents=True, exist_ok=True)
 
     def keep(self, phase: Phase) -> None:
-        """Save a phase's log at once (a crash prefix before anything else touches it)."""
-        (self.folder / log_file(phase)).write_bytes(phase.log_after)
+        """Save a phase's log at once (a crash prefix before anything else touches it), and scrub the
+        outputs its process wrote (``chaos.secrets``)."""
+        write(self.folder / log_file(phase), phase.log_after)
+        for stream in ("stdout", "stderr"):
+            scrub_file(self.folder / f"{phase.name}.{stream}")
 
     def _oracle(self, name: str, log: bytes, current: dict[str, Any] | None) -> None:
         reducer = Reducer.of(log)
@@ -84,13 +99,13 @@ class Record:
             dump(self.folder / f"{name}.plan.json", plan_recovery(reducer.state, current))
 
     def write_evidence(self, scenario: Scenario, evidence: Evidence) -> None:
-        (self.folder / "scenario.toml").write_text(scenario_toml(scenario), encoding="utf-8")
-        shutil.copyfile(evidence.target.path, self.folder / "target.toml")
+        write(self.folder / "scenario.toml", scenario_toml(scenario).encode())
+        write(self.folder / "target.toml", evidence.target.path.read_bytes())
         if evidence.current is not None:
             dump(self.folder / "current.json", evidence.current)
         self._oracle("prefix", evidence.prefix, evidence.current)
         if evidence.resumes:
-            (self.folder / "final.jsonl").write_bytes(evidence.final)
+            write(self.folder / "final.jsonl", evidence.final)
             self._oracle("final", evidence.final, evidence.current)
         dump(self.folder / "requests.json", evidence.requests)
         dump(self.folder / "ledger.json", evidence.ledger)
@@ -98,14 +113,14 @@ class Record:
         for phase in evidence.phases:  # what a phase started from, where it is not the log before it left
             stem = log_file(phase).removesuffix(".jsonl")
             if phase.log_before != previous:
-                (self.folder / f"{stem}.before.jsonl").write_bytes(phase.log_before)
+                write(self.folder / f"{stem}.before.jsonl", phase.log_before)
             if phase.log_written is not None:
-                (self.folder / f"{stem}.written.jsonl").write_bytes(phase.log_written)
+                write(self.folder / f"{stem}.written.jsonl", phase.log_written)
             previous = phase.log_after
 
     def write_verdict(self, verdict: dict[str, Any], reproduce: str) -> None:
         dump(self.folder / "verdict.json", verdict)
-        (self.folder / "reproduce").write_text(reproduce + "\n")
+        write(self.folder / "reproduce", (reproduce + "\n").encode())
 
     def prune(self) -> None:
         """A passing case of a sweep keeps only what its report line needs (unless --keep-all)."""

@@ -10,6 +10,7 @@ older chaos is refused with what to do, never misread.
 
 from __future__ import annotations
 
+import os
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import orjson
 from chaos.check.base import Check
 from chaos.errors import UsageError
 from chaos.process.phase import PhaseResult, camel
+from chaos.secrets import scrub
 
 FORMAT = 2  # of a journal line and verdict.json; 1 had no format field (chaos 0.2)
 
@@ -129,21 +131,46 @@ def _default(f: Any) -> Any:
     return None if f.default is MISSING else f.default
 
 
+def journal_line(result: CaseResult, journal: Path) -> bytes:
+    """A result as its journal keeps it: its folder relative to the journal's, so that results moved or
+    copied as a whole point at their own cases (never at the folder they were copied from)."""
+    data = result.to_json()
+    if data["folder"]:
+        data["folder"] = os.path.relpath(Path(data["folder"]).resolve(), journal.parent.resolve())
+    return scrub(orjson.dumps(data)) + b"\n"
+
+
 def read_journal(path: Path) -> list[CaseResult]:
-    """A sweep's journal, one case result a line (a line cut short by a killed sweep is dropped)."""
+    """A sweep's journal, one case result a line (a line cut short by a killed sweep is dropped); each
+    case's folder found from the journal's own place."""
     out = []
     for number, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
             data = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        out.append(CaseResult.from_json(data, f"{path}: line {number}"))
+        if not isinstance(data, dict):
+            raise UsageError(
+                f"{path}: line {number}: a case result is a JSON object, not {type(data).__name__}"
+            )
+        result = CaseResult.from_json(data, f"{path}: line {number}")
+        if result.folder and not Path(result.folder).is_absolute():
+            result = result.with_(folder=os.path.normpath(path.parent / result.folder))
+        out.append(result)
     return out
+
+
+def cut_torn_tail(path: Path) -> None:
+    """Cut a journal back to its last whole line (a sweep killed mid-append left the rest)."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as journal:
+            journal.truncate(data.rfind(b"\n") + 1)
 
 
 def append_journal(path: Path, result: CaseResult) -> None:
     with path.open("ab") as journal:
-        journal.write(orjson.dumps(result.to_json()) + b"\n")
+        journal.write(journal_line(result, path))
 
 
 def reported(results: list[CaseResult]) -> list[CaseResult]:

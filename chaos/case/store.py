@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from chaos.case.record import reproduce_command
+from chaos.case.record import dump, reproduce_command
 from chaos.check.store import STORE_CHECKS, Judged, Problem, judge
 from chaos.cycle.store import StoreEvidence, StorePhase, drive_store_cycle
 from chaos.process.phase import PhaseKind
@@ -105,7 +103,7 @@ def run_store_case(
     if clean is None:
         clean = evidence if scenario.crash is None else clean_run(scenario, target, folder / "clean", env)
     case = StoreCase(scenario, target, evidence, judge(STORE_CHECKS, evidence, clean), folder, env)
-    (folder / "case.json").write_bytes(orjson.dumps(case.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+    dump(folder / "case.json", case.to_json())
     return case
 
 

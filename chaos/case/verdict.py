@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.case.record import reproduce_command
+from chaos.case.record import env_names, reproduce_command
 from chaos.case.result import CaseResult
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
@@ -85,7 +85,7 @@ class Verdict:
             fault=crash.fault if crash else None,
             paused=crash is not None and crash.kind.hands_on,
             persistence=self.scenario.persistence,
-            target_env=dict(self.extra_env),
+            target_env=env_names(self.extra_env),
             landed=landing(start),
             exact=start.exact,
             seconds=round(self.seconds, 3),

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from chaos.cli import debug, explore, oracle, recheck, record, run, scenario, sweep, target
 from chaos.cli.options import say
 from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
+from chaos.process.contain import kill_all
+from chaos.process.contain import remove_stale as remove_stale_cages
 from chaos.world.sandbox import remove_stale
 
 COMMANDS = (run, sweep, explore, scenario, record, recheck, target, debug, oracle)
@@ -52,11 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
         remove_stale()
+        remove_stale_cages()
         return int(args.func(args))
     except UsageError as err:
         say(f"chaos: {err}", sys.stderr)
         return EXIT_USAGE
     except (Interrupted, KeyboardInterrupt) as err:
+        kill_all()
         say(
             f"chaos {args.command}: interrupted ({str(err) or 'Ctrl-C'}); every agent it started is dead; "
             "nothing more ran",

@@ -19,6 +19,7 @@ from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.errors import ConfigurationUnusable
+from chaos.process.contain import run_caged
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target
 from chaos.world.world import World, build_world
@@ -33,20 +34,18 @@ def _ask(world: World, config: Configuration) -> dict[str, Any]:
     assert target.configuration_command is not None
     argv = world.argv(target.configuration_command, config)
     try:
-        done = subprocess.run(
-            argv, cwd=world.cwd, env=world.env(config, []), capture_output=True, timeout=30, check=False
-        )
+        returncode, stdout, stderr = run_caged(argv, world.cwd, world.env(config, []), 30)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise ConfigurationUnusable(
             f"{target.path}: configuration command {argv[0]!r} failed: {err}"
         ) from None
     try:
-        value = parse_json(done.stdout.strip())
+        value = parse_json(stdout.strip())
     except FramingError as err:
         raise ConfigurationUnusable(
             f"{target.path}: configuration.command printed no strict JSON ({err.code}): "
-            f"{done.stdout.decode(errors='replace')[:200]!r}; exit {done.returncode}, stderr "
-            f"{done.stderr.decode(errors='replace')[-300:]!r}"
+            f"{stdout.decode(errors='replace')[:200]!r}; exit {returncode}, stderr "
+            f"{stderr.decode(errors='replace')[-300:]!r}"
         ) from None
     reason = current_configuration.why(value)
     if reason:

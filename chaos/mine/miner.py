@@ -20,6 +20,7 @@ from chaos.case.verdict import Verdict
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.schema import schema_valid
 from chaos.mine.signature import normalize, signature
+from chaos.secrets import scrub
 from chaos.version import __version__
 
 
@@ -75,7 +76,7 @@ class Miner:
             folder.mkdir(parents=True, exist_ok=True)
         renamed, renaming = normalize(log)
         reducer = Reducer.of(renamed)
-        (fixtures / f"{name}.jsonl").write_bytes(renamed)
+        (fixtures / f"{name}.jsonl").write_bytes(scrub(renamed))
         _write_json(fixtures / f"{name}.expected.json", reducer.result())
         _add_to_manifest(
             fixtures / "manifest.json",
@@ -101,7 +102,7 @@ class Miner:
                 "scenario": verdict.scenario.name,
                 "boundary": boundary,
                 "target": verdict.target.name,
-                "targetEnv": verdict.extra_env,
+                "targetEnv": sorted(verdict.extra_env),
                 "chaosVersion": __version__,
             },
         )
@@ -123,7 +124,7 @@ def _name(root: Path, scenario: str, boundary: str, recovery: bool) -> str:
 
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    tmp.write_bytes(scrub(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"))
     os.replace(tmp, path)
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.case.record import write
 from chaos.errors import ChaosFault
 from chaos.process.phase import Phase, PhaseKind, execute_phase
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
+from chaos.secrets import scrub_file
 from chaos.world.recorder import Upstream
 from chaos.world.world import build_world
 
@@ -43,7 +45,9 @@ def record_session(
     try:
         argv = world.argv(target.start, draft.start, prompt=prompt)
         phase = execute_phase(world, Phase(PhaseKind.START, argv), draft.start, timeout, folder)
-        (folder / "session.jsonl").write_bytes(phase.log_after)
+        write(folder / "session.jsonl", phase.log_after)
+        for stream in ("stdout", "stderr"):
+            scrub_file(folder / f"{phase.name}.{stream}")
         if world.server.fault is not None:
             raise ChaosFault(f"chaos record: {world.server.fault}")
         answers = {index: turn for index, compaction, turn in world.server.recorded if not compaction}

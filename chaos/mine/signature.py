@@ -17,7 +17,9 @@ leaks no host path.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,13 @@ def signature(log: bytes, current: dict[str, Any] | None) -> str:
     return hashlib.sha256(orjson.dumps(shape)).hexdigest()[:20]
 
 
+def host_values() -> list[tuple[str, bytes]]:
+    """The host's own paths chaos hands the agent (its ``PATH``, the interpreter, the user's home), each
+    with the name a fixture shows instead, longest first."""
+    values = {os.environ.get("PATH", ""): b"$PATH", sys.executable: b"python", str(Path.home()): b"~"}
+    return sorted(((v, n) for v, n in values.items() if len(v) > 1), key=lambda pair: -len(pair[0]))
+
+
 @dataclass
 class Renaming:
     """The stable names of one log: ids by first appearance, timestamps in order, paths and identity."""
@@ -122,6 +131,8 @@ class Renaming:
             data = data.replace(
                 b'"environmentIdentity":' + orjson.dumps(identity), b'"environmentIdentity":"fixture"'
             )
+        for value, name in host_values():  # what the agent was given of the host (a tool printed it)
+            data = data.replace(orjson.dumps(value)[1:-1], name)
         return STAMP.sub(self._stamp, UUID.sub(self._id, data))
 
     def current(self, current: dict[str, Any]) -> dict[str, Any]:

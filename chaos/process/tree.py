@@ -27,11 +27,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from chaos.errors import TargetUnusable
 from chaos.process import ptrace
+from chaos.process.contain import Cage
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
 
 GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
@@ -96,6 +98,7 @@ class TracedProcess:
         self.killed = False
         self._exited, self._gone = threading.Event(), threading.Event()
         self._policy = policy
+        self.cage = Cage()  # every process of the tree, traced or not (chaos.process.contain)
         policy.attach(self)
         started = threading.Event()
         args = (cwd, env, stdout, stderr, started)
@@ -126,9 +129,10 @@ class TracedProcess:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
-                    preexec_fn=ptrace.child_setup(self.exact, self.traps),
+                    preexec_fn=_in(self.cage, ptrace.child_setup(self.exact, self.traps)),
                 )
         except Exception as err:  # a failed start must never leave the caller waiting
+            self.cage.remove()
             self.fault = err
             self._exited.set()
             self._gone.set()
@@ -174,9 +178,10 @@ class TracedProcess:
         return self._exited.wait(timeout)
 
     def kill(self) -> None:
-        """SIGKILL the whole tree now."""
+        """SIGKILL the whole tree now (and whatever left it, in its cage)."""
         self.killed = True
         self.report.add(signal_tree(self.pid, self.pids))
+        self.report.signalled += [pid for pid in self.cage.kill() if pid not in self.report.signalled]
 
     def signal(self, signum: int) -> None:
         """Deliver ``signum`` to the root alone (an abort the agent handles itself)."""
@@ -187,15 +192,54 @@ class TracedProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signum)
 
+    def _left(self) -> list[int]:
+        """The tree's processes other than the root still alive: its cage's where it has one (a process
+        that left the tree untraced is still in it), else the traced ones; processes, not threads."""
+        found = set(self.cage.pids()) | {pid for pid in self.pids if alive(pid) and _leader(pid)}
+        return sorted(found - {self.pid})
+
     def reap(self) -> KillReport:
-        """Kill whatever is left of the tree and wait until it is gone; survivors are a finding."""
-        if self.exact and self._gone.is_set():
-            return self.report  # the tracer saw every process of the tree exit: nothing is left
-        leftovers = [] if self.killed else [pid for pid in self.pids if pid != self.pid and alive(pid)]
-        if leftovers:  # a child finishing its last write as its parent exits is no leftover: a grace
-            leftovers = wait_gone(leftovers, GRACE)
-        self.report.add(signal_tree(self.pid, self.pids))
-        self._gone.wait(10)
-        self.report.survivors = wait_gone(self.pids)
-        self.report.outlived = leftovers
-        return self.report
+        """Kill whatever is left of the tree and wait until it is gone; survivors are a finding.
+
+        What outlived the root counts only when the root exited by itself: a root stopped at its
+        timeout or killed still had its children (and its threads) by right."""
+        try:
+            if self.exact and self._gone.is_set() and not self.cage.pids():
+                return self.report  # the tracer saw every process of the tree exit: nothing is left
+            exited = self._exited.is_set() and not self.killed
+            leftovers = self._left() if exited else []
+            if leftovers:  # a child finishing its last write as its parent exits is no leftover: a grace
+                leftovers = wait_gone(leftovers, GRACE)
+            self.report.add(signal_tree(self.pid, self.pids))
+            self.report.signalled += [p for p in self.cage.kill() if p not in self.report.signalled]
+            self._gone.wait(10)
+            self.cage.empty(5.0)
+            self.report.survivors = sorted(
+                set(wait_gone(pid for pid in self.pids if _leader(pid))) | set(self.cage.pids())
+            )
+            self.report.outlived = leftovers
+            return self.report
+        finally:
+            if not self.report.survivors:
+                self.cage.remove()
+
+
+def _in(cage: Cage, setup: Callable[[], None]) -> Callable[[], None]:
+    """The child's first steps: join the cage, then the target's setup (signals, tracing)."""
+
+    def first() -> None:
+        cage.enter()
+        setup()
+
+    return first
+
+
+def _leader(pid: int) -> bool:
+    """``pid`` is a process (a thread group's leader), not one of its threads: the tracer follows both."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Tgid:"):
+                return int(line.split()[1]) == pid
+    except (OSError, ValueError):
+        return False
+    return True

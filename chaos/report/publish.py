@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from chaos.case.result import CaseResult
+from chaos.case.result import CaseResult, journal_line
 from chaos.report.html import write_html
 from chaos.report.junit import write_junit
 from chaos.report.summary import Summary, summarize, write_summary
+from chaos.secrets import scrub_file
 from chaos.triage.groups import Baseline, write_baseline
 
 
@@ -30,11 +29,17 @@ def publish(
     summary = summarize(results, not_run or [], seconds, baseline)
     folder.mkdir(parents=True, exist_ok=True)
     if journal:
-        (folder / "sweep.jsonl").write_bytes(b"".join(orjson.dumps(r.to_json()) + b"\n" for r in results))
+        path = folder / "sweep.jsonl"
+        path.write_bytes(b"".join(journal_line(r, path) for r in results))
     write_summary(folder / "summary.json", summary)
     write_html(folder / "report.html", summary)
+    written = [folder / "sweep.jsonl", folder / "summary.json", folder / "report.html"]
     if junit is not None:
         write_junit(junit, summary)
+        written.append(junit)
     if save_baseline is not None:
         write_baseline(save_baseline, summary.groups, sorted(summary.coverage.rows))
+        written.append(save_baseline)
+    for path in written:  # what a check quoted of a log may hold a secret too (chaos.secrets)
+        scrub_file(path)
     return summary

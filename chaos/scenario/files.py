@@ -34,6 +34,7 @@ from chaos.scenario.model import (
     workspace_path_problem,
 )
 from chaos.scenario.strict_toml import Table
+from chaos.secrets import scrub
 
 T = TypeVar("T")
 
@@ -297,4 +298,4 @@ def scenario_toml(scenario: Scenario) -> str:
 
 
 def write_scenario(scenario: Scenario, path: Path) -> None:
-    path.write_text(scenario_toml(scenario), encoding="utf-8")
+    path.write_bytes(scrub(scenario_toml(scenario).encode()))

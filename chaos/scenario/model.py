@@ -219,6 +219,10 @@ class WorkspaceFile:
     executable: bool = False
 
 
+NAME_MAX = 255  # bytes of one name, on every Linux file system
+WORKSPACE_PATH_MAX = 3800  # bytes: PATH_MAX (4096) less room for the sandbox's own path before it
+
+
 def workspace_path_problem(name: str) -> str | None:
     """Why ``name`` cannot be a workspace file path, or None when it can."""
     if "\0" in name:
@@ -228,6 +232,11 @@ def workspace_path_problem(name: str) -> str | None:
         return "workspace file paths must be relative and stay inside the workspace"
     if not name or name.endswith("/") or any(p in ("", ".") for p in name.split("/")):
         return "a workspace file path needs a file name (no empty, '.' or trailing '/' parts)"
+    longest = max(name.split("/"), key=lambda part: len(part.encode()))
+    if len(longest.encode()) > NAME_MAX:
+        return f"a file or folder name is at most {NAME_MAX} bytes; {longest[:20]!r}... has {len(longest.encode())}"
+    if len(name.encode()) > WORKSPACE_PATH_MAX:
+        return f"a workspace file path is at most {WORKSPACE_PATH_MAX} bytes (the sandbox's own path comes first); this one has {len(name.encode())}"
     return None
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 from chaos.errors import SpecError
 
+MAX_SECONDS = 86_400.0  # a day: any longer wait, delay or timeout in a scenario is a mistake
 T = TypeVar("T")
 MISSING: Any = object()
 Key = tuple[str | int, ...]
@@ -183,6 +184,29 @@ def load_toml(path: Path) -> tuple[dict[str, Any], dict[Key, int]]:
         return tomllib.loads(source), positions(source)
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise SpecError(
+            f"{path}: line {_too_deep(source)}: arrays or tables nested too deeply to read; flatten them"
+        ) from None
+
+
+def _too_deep(source: str, limit: int = 100) -> int:
+    """The line where brackets first nest deeper than ``limit`` (strings aside, roughly)."""
+    depth, quoted = 0, ""
+    for number, line in enumerate(source.splitlines(), 1):
+        for char in line:
+            if quoted:
+                quoted = "" if char == quoted else quoted
+            elif char in "\"'":
+                quoted = char
+            elif char in "[{":
+                depth += 1
+                if depth > limit:
+                    return number
+            elif char in "]}":
+                depth -= 1
+        quoted = ""
+    return 1
 
 
 class Table:
@@ -233,12 +257,12 @@ class Table:
         return value
 
     def number(self, key: str, default: float, minimum: float, exclusive: bool = False) -> float:
-        """A finite number, at least ``minimum`` (above it, when ``exclusive``)."""
+        """A number of seconds, at least ``minimum`` (above it, when ``exclusive``) and at most a day."""
         value = float(self.take(key, (int, float), default))
         low = value <= minimum if exclusive else value < minimum
-        if not math.isfinite(value) or low:
+        if not math.isfinite(value) or low or value > MAX_SECONDS:
             bound = f"more than {minimum:g}" if exclusive else f"{minimum:g} or more"
-            self.fail(key, f"must be a finite number of seconds, {bound}; got {value:g}")
+            self.fail(key, f"must be a number of seconds, {bound} and at most {MAX_SECONDS:g}; got {value:g}")
         return value
 
     def integer(self, key: str, default: Any, low: int, high: int, what: str = "") -> Any:

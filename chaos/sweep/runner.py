@@ -22,7 +22,7 @@ from pathlib import Path
 
 from chaos.case.definition import Case
 from chaos.case.record import Record, slug
-from chaos.case.result import CaseResult, append_journal, read_journal, reported
+from chaos.case.result import CaseResult, append_journal, cut_torn_tail, read_journal, reported
 from chaos.case.run import Hook, run_case
 from chaos.case.verdict import Verdict
 from chaos.errors import Skipped
@@ -31,6 +31,7 @@ from chaos.report.html import view_of
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
 from chaos.sweep.boundaries import child_cases, children
+from chaos.sweep.identity import check_resume, identity, write_identity
 from chaos.sweep.settings import Settings
 from chaos.triage.coverage import rows_of
 from chaos.triage.failure import failure_of, size
@@ -59,11 +60,16 @@ class Sweep:
     def folder(self, case: Case) -> Path:
         return self.settings.results / "cases" / slug(case.id, 150)
 
-    def load_journal(self) -> None:
+    def load_journal(self, parts: dict[str, str]) -> None:
+        """Under ``--resume``, the verdicts of the interrupted sweep, if it ran with these settings
+        (``chaos.sweep.identity``); otherwise a fresh journal."""
         if self.settings.resume and self.journal.exists():
+            check_resume(self.settings.results, parts)
+            cut_torn_tail(self.journal)  # a kill mid-append: the next verdict starts on a line of its own
             self.results = {result.case: result for result in read_journal(self.journal)}
         elif self.journal.exists():
             self.journal.unlink()
+        write_identity(self.settings.results, parts)
 
     def judge(self, case: Case) -> CaseResult:
         """Run a case, or recall it from the journal under ``--resume``; the result names its children."""
@@ -137,7 +143,7 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     """Run every case of the shard: clean runs first, since they name the crash cases."""
     s = sweep.settings
     s.results.mkdir(parents=True, exist_ok=True)
-    sweep.load_journal()
+    sweep.load_journal(identity(s, scenarios, target_of))
     progress = Progress(sweep)
     pending: dict[Future[CaseResult], Case] = {}
     queue = [Case(scenario, target_of(scenario), None) for scenario in scenarios]

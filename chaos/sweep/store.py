@@ -18,9 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from chaos.case.record import slug
+from chaos.case.record import dump, slug, write
 from chaos.case.store import StoreCase, run_store_case
 from chaos.cycle.store import StoreEvidence
 from chaos.fault import FAULTS
@@ -116,10 +114,8 @@ def store_sweep(
 
 def write_sweep(done: StoreSweep) -> None:
     done.results.mkdir(parents=True, exist_ok=True)
-    (done.results / "summary.json").write_bytes(
-        orjson.dumps(done.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
-    )
+    dump(done.results / "summary.json", done.to_json())
     for n, found in enumerate(done.groups, 1):
         path = report_path(done.results, n, found)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(group_report(found), encoding="utf-8")
+        write(path, group_report(found).encode())

@@ -5,8 +5,9 @@ The agent talks to the world's server as always; the server passes the request
 on to the upstream (the provider's base URL, e.g. ``https://api.openai.com/v1``)
 with the agent's own headers, relays the answer as it comes (a stream event by
 event), and reads it back into a ``Turn`` through its protocol. Credentials
-travel through and are never kept: no header is recorded, and a turn holds
-only what the model said and billed.
+travel through and are never kept: no header is recorded, a turn holds only
+what the model said and billed, and a credential an upstream echoes back is
+scrubbed from the answer before it becomes a turn.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chaos.scenario.model import Turn
+from chaos.secrets import register, scrub
 from chaos.world.protocols import Protocol, Rejected
 
+CREDENTIALS = ("authorization", "x-api-key")  # secrets: passed on, never recorded (chaos.secrets)
 # The request headers passed on (what providers authenticate and version by); every other is dropped.
 PASSED = (
     "authorization",
@@ -68,6 +71,10 @@ class Upstream:
         scripted error it was)."""
         connection, base = self._connection()
         headers = {k: v for k, v in handler.headers.items() if k.lower() in PASSED}
+        for key, value in headers.items():
+            if key.lower() in CREDENTIALS:  # an upstream that echoes it must not get it recorded
+                register(key.lower(), value)
+                register(key.lower(), value.partition(" ")[2] or value)  # the token of "Bearer TOKEN"
         try:
             connection.request("POST", base + path.removeprefix("/v1"), body=raw, headers=headers)
             response = connection.getresponse()
@@ -91,7 +98,7 @@ class Upstream:
         if response.status >= 400:
             return Turn(error=response.status if response.status <= 599 else 500)
         try:
-            return protocol.read_stream(events) if streamed else protocol.read_answer(json.loads(data))
+            return protocol.read_stream(events) if streamed else protocol.read_answer(json.loads(scrub(data)))
         except (KeyError, TypeError, ValueError, IndexError, Rejected) as err:
             raise UpstreamFailed(f"{self.url}: an answer {protocol.name} cannot read ({err!r})") from None
 
@@ -107,7 +114,7 @@ def _relay_events(
             return events
         handler.wfile.write(line)
         handler.wfile.flush()
-        text = line.decode("utf-8", "replace").strip()
+        text = scrub(line).decode("utf-8", "replace").strip()
         if text.startswith("data:") and text[5:].strip() != "[DONE]":
             try:
                 value = json.loads(text[5:].strip())

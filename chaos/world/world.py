@@ -21,6 +21,7 @@ from chaos.contract.kinds import kind_of
 from chaos.errors import TargetUnusable
 from chaos.scenario.model import Configuration, Scenario
 from chaos.scenario.target import Target, cwd_problem, fill, placeholders
+from chaos.secrets import register_env
 from chaos.world.model_server import ModelServer
 from chaos.world.sandbox import Sandbox, make_sandbox
 
@@ -117,6 +118,7 @@ def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -
                 f"{where}: files.{name}: pre-seeds a session log (the target's sessions glob "
                 f"{target.sessions!r} matches it); a session log must be one the agent wrote"
             )
+    register_env(extra_env)  # --target-env values are passed on, never written (chaos.secrets)
     box = make_sandbox(scenario.files)
     world = World(scenario, target, box, ModelServer(scenario.turns, protocol=target.protocol), extra_env)
     world.server.attempt_of = world.open_attempt
