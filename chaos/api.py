@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.bundled import frameworks_folder, scenario_path, scenarios_folder
-from chaos.case.record import default_folder
+from chaos.case.record import default_folder, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
@@ -37,6 +37,7 @@ from chaos.mine.from_log import Inferred, NotReplayable, scenario_from_log
 from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
 from chaos.mine.recording import Recording, record_session
+from chaos.process.phase import ABORT
 from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
@@ -122,6 +123,9 @@ def run(
     never = loaded.unreachable() if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
+    if results is not None:
+        writable(results, "--results")
+    ABORT.clear()  # an earlier interrupted run or sweep of this process does not stop this one
     return run_case(loaded, chosen, target_env or {}, results, timeout, pause, tuple(judges))
 
 
@@ -344,6 +348,12 @@ def sweep(
     points (``chaos.hooks``). Raises ``UsageError`` when no case could run at all.
     """
     settings = _settings(settings, options)
+    writable(settings.results, "--results")
+    for path, option in ((junit, "--junit"), (write_baseline, "--write-baseline")):
+        if path is not None:
+            writable(path, option, folder=False)
+    if mine is not None:
+        writable(mine, "--mine")
     known = read_baseline(baseline) if baseline is not None else None
     loaded = load_all(list(scenarios) or default_scenarios())
     targets = {id(s): target_of(target, s) for s in loaded}
@@ -369,6 +379,7 @@ def sweep(
         baseline=known,
         junit=junit,
         save_baseline=write_baseline,
+        interrupted=interrupted,
     )
     if not run.results and not interrupted:
         budget = settings.space.budget

@@ -112,7 +112,7 @@ def test_the_command_writes_a_scenario_and_says_what_it_could_not_infer(
     out = tmp_path / "replay.toml"
     assert main(["scenario", "from-log", str(log), "--out", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "file README.md: what read returned" in said
+    assert "file 'README.md': what read returned" in said
     assert "bash call" in said and "depends on the world" in said
     replay = load_scenario(out)
     assert [len(t.tool_calls) for t in replay.turns] == [2, 1, 1, 0] and replay.crash is None

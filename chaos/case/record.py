@@ -10,6 +10,7 @@ reads these files back while it runs: they are for people, for ``--oracle`` comm
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -21,11 +22,13 @@ import orjson
 
 from chaos.contract import Reducer, plan_recovery
 from chaos.cycle.evidence import Evidence
+from chaos.errors import ChaosFault, UsageError
 from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
 from chaos.secrets import scrub, scrub_file
+from chaos.world.sandbox import disk_full
 
 RESULTS = Path("results/runs")
 # What a passing case of a sweep keeps: its report line, and the evidence ``chaos recheck`` judges again
@@ -67,6 +70,29 @@ def env_names(extra_env: dict[str, str]) -> dict[str, str]:
     return {key: f"<{key}>" for key in extra_env}
 
 
+def writable(path: Path, option: str, folder: bool = True) -> None:
+    """Refuse an output path before any case runs, not after the whole sweep: a file where a folder
+    must be, a folder where a file must be, a read-only place (exit 2), a full disk (exit 3)."""
+    if folder and path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {path}: is a file; name a folder (it is made if missing)")
+    if not folder and path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; name a file")
+    there = path if folder else path.parent
+    while not there.exists() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        raise UsageError(f"{option} {path}: {there} is a file, not a folder")
+    try:
+        read_only = bool(os.statvfs(there).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only or not os.access(there, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: {there} is read-only; name a place chaos may write")
+    full = disk_full(there)
+    if full:
+        raise ChaosFault(f"{option} {path}: {full}; free space there, or write elsewhere")
+
+
 def write(path: Path, data: bytes) -> None:
     """Every file of a case's record is written here: scrubbed of secrets (``chaos.secrets``)."""
     path.write_bytes(scrub(data))
@@ -80,10 +106,21 @@ def log_file(phase: Phase) -> str:
     return "prefix.jsonl" if phase.kind is PhaseKind.START else f"{phase.name}.jsonl"
 
 
+# What chaos writes in a case's folder besides ``KEEP``: a reused folder is cleared of these (and of
+# nothing else: a person's own files stay), so no earlier run's phase is taken for this one's.
+WRITTEN = ("*.jsonl", "*.stdout", "*.stderr", "*.reduce.json", "*.plan.json")
+
+
 class Record:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+
+    def clear(self) -> None:
+        """Remove what an earlier case left in this folder (``KEEP`` and ``WRITTEN``)."""
+        for path in self.folder.iterdir():
+            if path.is_file() and (path.name in KEEP or any(path.match(p) for p in WRITTEN)):
+                path.unlink()
 
     def keep(self, phase: Phase) -> None:
         """Save a phase's log at once (a crash prefix before anything else touches it), and scrub the

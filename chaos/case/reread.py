@@ -68,12 +68,24 @@ def _phase(folder: Path, recorded: PhaseResult, previous: bytes, first_request: 
 
 
 def _json(folder: Path, name: str) -> Any:
-    return json.loads(_read(folder, name))
+    try:
+        return json.loads(_read(folder, name))
+    except ValueError as err:  # cut short, or not JSON: named, never a traceback
+        line = f"line {err.lineno}: " if isinstance(err, json.JSONDecodeError) else ""
+        raise UsageError(
+            f"{folder / name}: {line}not the JSON chaos wrote ({err}); run the case again"
+        ) from None
 
 
 def evidence_of(folder: Path) -> tuple[Evidence, CaseResult]:
     """The evidence a stored case was judged on, and its stored result."""
-    stored = CaseResult.from_json(_json(folder, "verdict.json"), str(folder / "verdict.json"))
+    data = _json(folder, "verdict.json")
+    try:
+        stored = CaseResult.from_json(data, str(folder / "verdict.json"))
+    except (TypeError, KeyError, AttributeError) as err:
+        raise UsageError(
+            f"{folder / 'verdict.json'}: not a verdict chaos wrote ({err!r}); run the case again"
+        ) from None
     try:
         scenario = load_scenario(folder / "scenario.toml")
         target = load_target(folder / "target.toml")

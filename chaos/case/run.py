@@ -40,6 +40,7 @@ def run_case(
         scenario = replace(scenario, timeout=timeout)  # the scenario as used says so, for reproduce
     folder = folder or default_folder(scenario)
     record = Record(folder)
+    record.clear()  # a reused folder: no earlier run's phase files stay beside this one's
     began = time.monotonic()
     evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
     with timed(evidence.timings, "record"):

@@ -1,4 +1,8 @@
-"""The processes of the run: each ended in time, left nothing running, wrote nothing beside the workspace."""
+"""The processes of the run: each ended in time, left nothing running, wrote nothing beside the workspace.
+
+What ``sandbox`` watches is the sandbox's own folder (the workspace's siblings: the ledger, the gates, the
+agent's HOME); a write elsewhere on the machine (through a symlink, a ``..`` path, an absolute path) is not
+seen, and the check says only what it watched."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ def judge(ev: Evidence) -> list[Check]:
         Check("processes", "no process outlived the run", not left, "none", ", ".join(left) or "none"),
         Check(
             "sandbox",
-            "nothing was written outside the workspace",
+            "nothing was written beside the workspace, in the sandbox",
             not strays,
             "only the workspace and the agent's HOME",
             ("beside the workspace: " + ", ".join(strays)) if strays else "none",

@@ -9,6 +9,7 @@ agent), 130 interrupted. A user's mistake is never a finding and never a traceba
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
 import sys
 import threading
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
         return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C while starting up: nothing ran yet
+        say("chaos: interrupted while starting; nothing ran", sys.stderr)
+        return EXIT_INTERRUPTED
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
@@ -70,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChaosFault as err:
         say(f"chaos: chaos itself failed, not the agent: {err}", sys.stderr)
         return EXIT_INTERNAL
-    except Exception:  # a bug in chaos: said so, with its traceback, never blamed on the agent
+    except Exception as err:  # a bug in chaos: said so, with its traceback, never blamed on the agent
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            say(
+                f"chaos: the disk is full, not the agent's doing: {err}; free space and run again", sys.stderr
+            )
+            return EXIT_INTERNAL
         say("chaos: internal error (a bug in chaos, not a finding against the agent):", sys.stderr)
         traceback.print_exc()
         return EXIT_INTERNAL

@@ -21,7 +21,16 @@ from typing import Any
 from chaos.contract.framing import committed_lines, facts_of, parse_json
 from chaos.contract.kinds import kind_of
 from chaos.contract.reducer import ContractError, Reducer
-from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
+from chaos.scenario.model import (
+    Boundary,
+    Configuration,
+    Crash,
+    Expect,
+    Scenario,
+    Turn,
+    WorkspaceFile,
+    workspace_path_problem,
+)
 
 FINISH = {"stop": "stop", "toolUse": "tool_calls", "length": "length"}
 _STATUS = re.compile(r"\b([45]\d\d)\b")
@@ -211,9 +220,12 @@ def scenario_from_log(
             intent = started_tools[fact["id"]]
             path = intent["arguments"].get("path")
             ok = body["result"]["type"] == "success"
-            if intent["toolName"] == "read" and ok and isinstance(path, str) and path not in files:
+            outside = workspace_path_problem(path) if isinstance(path, str) else None
+            if intent["toolName"] == "read" and ok and isinstance(path, str) and outside:
+                unknown.append(f"read of {path[:200]!r}: not a workspace file ({outside}); not kept")
+            elif intent["toolName"] == "read" and ok and isinstance(path, str) and path not in files:
                 files[path] = WorkspaceFile(str(body["message"]["content"]))
-                inferred.append(f"file {path}: what read returned")
+                inferred.append(f"file {path!r}: what read returned")
             elif intent["toolName"] not in ("read", "write", "edit"):
                 unknown.append(
                     f"{intent['toolName']} call {intent['toolCallId']}: what it did depends on the world "

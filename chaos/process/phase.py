@@ -30,6 +30,7 @@ from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
 from chaos.scenario.model import Configuration, Crash
+from chaos.world.sandbox import sandbox_disk_full
 from chaos.world.world import World
 
 ABORT = threading.Event()  # set when chaos itself is interrupted: every phase stops and kills its target
@@ -249,6 +250,7 @@ def own_faults(world: World, proc: TracedProcess, name: str) -> None:
     ``ChaosFault``, never taken for the agent's behaviour."""
     if proc.fault is not None:
         raise ChaosFault(f"the tracer of {name} failed: {proc.fault!r}") from proc.fault
+    sandbox_disk_full(world.box.root)
     if world.server.fault is not None:
         fault = world.server.fault
         raise ChaosFault(f"the model server failed during {name}: {fault!r}") from fault

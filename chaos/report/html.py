@@ -168,6 +168,8 @@ def write_html(path: Path, summary: Summary, title: str = "chaos sweep") -> None
         rows.append(f"<tr><th>{_html(scenario)}</th>{''.join(cells)}</tr>")
     body = "\n".join(_case_html(index[r.case], r) for r in results)
     skipped = f", {len(summary.skipped)} skipped" if summary.skipped else ""
+    if summary.interrupted:
+        skipped += f"; interrupted: {len(summary.not_run)} case(s) not run"
     path.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{_html(title)}</h1>"

@@ -23,10 +23,11 @@ def publish(
     junit: Path | None = None,
     save_baseline: Path | None = None,
     journal: bool = False,
+    interrupted: bool = False,
 ) -> Summary:
     """Summarise ``results`` and write the summary and the HTML report into ``folder`` (and the journal,
     when ``results`` were gathered from elsewhere), the JUnit file and the baseline where asked."""
-    summary = summarize(results, not_run or [], seconds, baseline)
+    summary = summarize(results, not_run or [], seconds, baseline, interrupted)
     folder.mkdir(parents=True, exist_ok=True)
     if journal:
         path = folder / "sweep.jsonl"

@@ -33,6 +33,7 @@ class Summary:
     lost: list[str] = field(
         default_factory=list
     )  # decision-tree rows the baseline's night faced, not this one
+    interrupted: bool = False  # chaos was interrupted: ``not_run`` holds the cases it had not finished
 
     @property
     def ran(self) -> list[CaseResult]:
@@ -86,6 +87,7 @@ class Summary:
             "fixed": [{"key": k, "label": v} for k, v in self.fixed.items()],
             "skipped": [{"case": r.case, "reason": r.skipped} for r in self.skipped],
             "notRun": self.not_run,
+            "interrupted": self.interrupted,
             "crashes": len(crashes),
             "reached": self.reached,
             "exact": self.exact,
@@ -122,13 +124,17 @@ class Summary:
 
 
 def summarize(
-    results: list[CaseResult], not_run: list[str], seconds: float, baseline: Baseline | None = None
+    results: list[CaseResult],
+    not_run: list[str],
+    seconds: float,
+    baseline: Baseline | None = None,
+    interrupted: bool = False,
 ) -> Summary:
     known = baseline.failures if baseline is not None else None
     groups = group(results, known)
     coverage = coverage_of(results)
     lost = coverage.lost(baseline.rows) if baseline is not None and baseline.rows is not None else []
-    return Summary(results, groups, fixed(groups, known), seconds, not_run, coverage, lost)
+    return Summary(results, groups, fixed(groups, known), seconds, not_run, coverage, lost, interrupted)
 
 
 def write_summary(path: Path, summary: Summary) -> None:
@@ -151,7 +157,8 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
             "(timed by polling)"
         )
     if summary.not_run:
-        lines.append(f"  {len(summary.not_run)} case(s) not run: the budget ran out")
+        why = "chaos was interrupted" if summary.interrupted else "the budget ran out"
+        lines.append(f"  {len(summary.not_run)} case(s) not run: {why}")
     reasons: dict[str, int] = {}
     for result in summary.skipped:
         reasons[result.skipped] = reasons.get(result.skipped, 0) + 1

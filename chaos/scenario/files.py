@@ -19,6 +19,7 @@ from chaos.scenario.model import (
     BLOCKED_REASONS,
     FINISH,
     KINDS,
+    MAX_NTH,
     MAX_STORE_DELAY,
     OPERATIONS,
     OUTCOMES,
@@ -63,7 +64,7 @@ def _crash(table: Table) -> Crash | None:
     effect = table.take("effect", str, None)
     if effect is not None:
         where = {**where, "effect": effect}
-    nth = table.integer("nth", 1, 1, 1_000_000, "an occurrence")
+    nth = table.integer("nth", 1, 1, MAX_NTH, "an occurrence")
     fault = table.choice("fault", tuple(FAULTS), "kill")
     table.done()
     if at not in KINDS:
@@ -167,7 +168,7 @@ def load_scenario(path: Path) -> Scenario:
         "name": top.take("name", str, path.stem),
         "description": top.take("description", str, ""),
         "target": top.take("target", str, "reference"),
-        "prompt": top.take("prompt", str),
+        "prompt": _prompt(top),
         "files": _files(top.table("files")),
         "turns": [_turn(t) for t in top.tables("turns")],
         "crash": _crash(top.table("crash")),
@@ -283,6 +284,23 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
         doc["store_delay"] = scenario.store_delay
     doc["expect"] = _expect_document(scenario.expect)
     return doc
+
+
+MAX_ARGUMENT = 131_072  # bytes: Linux's cap on one argument or environment string (MAX_ARG_STRLEN)
+
+
+def _prompt(top: Table) -> str:
+    """The prompt reaches the agent as one argument (or one environment value): the kernel's cap holds."""
+    prompt = top.take("prompt", str)
+    if "\0" in prompt:
+        top.fail("prompt", "cannot hold a NUL character (it is passed as a command-line argument)")
+    if len(prompt.encode()) >= MAX_ARGUMENT:
+        top.fail(
+            "prompt",
+            f"{len(prompt.encode()):,} bytes; a prompt is passed as one command-line argument, which Linux "
+            f"caps below {MAX_ARGUMENT:,} bytes: put the long text in a workspace file and point at it",
+        )
+    return prompt
 
 
 def _store_delay(top: Table) -> float:

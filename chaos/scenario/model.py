@@ -132,6 +132,8 @@ class Boundary:
             for key, value in re.findall(r"\[([^\]=]+)=([^\]]*)\]", match.group("filters"))
         }
         count = nth if nth is not None else int(match.group("nth") or 1)
+        if not 1 <= count <= MAX_NTH:
+            raise ValueError(f"{text!r}: the occurrence #{count} must be from 1 to {MAX_NTH:,}")
         return cls(match.group("what"), where, count)
 
     @property
@@ -221,6 +223,9 @@ class WorkspaceFile:
 
 NAME_MAX = 255  # bytes of one name, on every Linux file system
 WORKSPACE_PATH_MAX = 3800  # bytes: PATH_MAX (4096) less room for the sandbox's own path before it
+
+
+MAX_NTH = 1_000_000  # the highest occurrence a boundary can name (a scenario file's cap too)
 
 
 def workspace_path_problem(name: str) -> str | None:
@@ -380,6 +385,13 @@ class Scenario:
                 why = f"the script never calls {tool!r} (it calls {called})"
             elif b.what in ("toolStarted", "entry:tool") and not names:
                 why = "the script calls no tool"
+            elif (
+                b.what in ("toolStarted", "entry:tool")
+                and crash is self.crash
+                and b.nth
+                > (calls := sum(1 for t in self.turns for c in t.tool_calls if tool in (None, c["name"])))
+            ):
+                why = f"the script makes {calls} such call(s), and a first run starts each at most once"
             elif b.what == "entry:length" and not any(t.finish == "length" for t in self.turns):
                 why = 'no turn of the script stops at its length (finish = "length")'
             elif b.what == "stepFailed" and not aborts and not any(t.error or t.timeout for t in self.turns):

@@ -178,6 +178,10 @@ def load_target(path: Path) -> Target:
     env_table = top.table("env")
     env = {key: env_table.take(key, str) for key in list(env_table.data)}
     for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            env_table.fail(key, "an environment variable's name cannot be empty or hold '=' or NUL")
+        if "\0" in value:
+            env_table.fail(key, "an environment value cannot hold a NUL character")
         _check_template(env_table, key, value, common)
     codes_table = top.table("exit", required=True)
     codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}

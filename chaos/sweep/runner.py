@@ -142,6 +142,7 @@ class Progress:
 def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scenario], Target]) -> None:
     """Run every case of the shard: clean runs first, since they name the crash cases."""
     s = sweep.settings
+    phases.ABORT.clear()  # an earlier interrupted sweep of this process does not stop this one
     s.results.mkdir(parents=True, exist_ok=True)
     sweep.load_journal(identity(s, scenarios, target_of))
     progress = Progress(sweep)
@@ -182,6 +183,7 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
             phases.ABORT.set()
             for future in pending:
                 future.cancel()
+            sweep.not_run += [case.id for case in [*pending.values(), *queue] if case.id not in sweep.results]
             raise
         finally:
             progress.show(done, total, False, final=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from chaos.errors import ChaosFault
 from chaos.scenario.model import WorkspaceFile, files_problem
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -108,6 +109,29 @@ def remove_stale(parent: Path | None = None) -> list[Path]:
     return removed
 
 
+MIN_FREE = 1 << 20  # bytes: a disk with less is full, for a sandbox and for results alike
+
+
+def disk_full(path: Path) -> str | None:
+    """Why the file system of ``path`` cannot take what chaos or an agent writes (full), or None."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    return f"the disk of {path} is full ({free:,} bytes free)" if free < MIN_FREE else None
+
+
+def sandbox_disk_full(root: Path | None = None) -> None:
+    """A full sandbox disk is chaos's trouble, never the agent's (exit 3): every write it made would fail."""
+    why = disk_full(root or Path(tempfile.gettempdir()))
+    if why:
+        raise ChaosFault(
+            f"{why}: the sandbox (TMPDIR) has no room, and the agent's failures would be the disk's; free "
+            "space there or point TMPDIR at another disk, and run again"
+        )
+
+
 def make_sandbox(files: dict[str, WorkspaceFile], parent: Path | None = None) -> Sandbox:
     """A new sandbox whose workspace holds ``files`` (paths relative to the workspace).
 
@@ -117,6 +141,7 @@ def make_sandbox(files: dict[str, WorkspaceFile], parent: Path | None = None) ->
     problem = files_problem(list(files))
     if problem:
         raise ValueError(f"workspace files: {problem}")
+    sandbox_disk_full(parent)
     root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent)).resolve()
     box = Sandbox(root)
     try:
