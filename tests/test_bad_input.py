@@ -170,6 +170,86 @@ ROWS = [
         None,
         ["section8-read-replay.toml", "can never be reached", "never calls 'bash' (it calls read)"],
     ),
+    # Issue 35, case 7: each of these was a traceback (exit 3)
+    (
+        "files-name-too-long",
+        ["run", "{s}"],
+        BASE + f'[files]\n"{"a" * 300}" = "x"\n',
+        None,
+        ["line 6", "255 bytes"],
+    ),
+    (
+        "files-path-too-long",
+        ["run", "{s}"],
+        BASE + f'[files]\n"{"/".join(["d" * 200] * 25)}" = "x"\n',
+        None,
+        ["line 6", "at most 3800 bytes"],
+    ),
+    (
+        "toml-nested-too-deeply",
+        ["run", "{s}"],
+        "prompt = 'x'\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+        None,
+        ["line 2", "nested too deeply"],
+    ),
+    (
+        "delay-overflows",
+        ["run", "{s}"],
+        BASE + "delay = 1e10\n",
+        None,
+        ["line 5", "turns[0].delay", "at most 86400"],
+    ),
+    (
+        "prompt-over-the-argument-cap",
+        ["run", "{s}"],
+        f"prompt = '{'x' * 200_000}'\n[[turns]]\ntext = 'hi'\n",
+        None,
+        ["line 1", "prompt", "131,072 bytes"],
+    ),
+    (
+        "target-env-key-with-equals",
+        ["run", SECTION8, "--target", "{t}"],
+        None,
+        REFERENCE.replace("[env]\n", '[env]\n"A=B" = "x"\n'),
+        ["env.A=B", "'='"],
+    ),
+    (
+        "target-env-value-with-nul",
+        ["run", SECTION8, "--target", "{t}"],
+        None,
+        REFERENCE.replace("[env]\n", '[env]\nNULLY = "a\\u0000b"\n'),
+        ["env.NULLY", "NUL"],
+    ),
+    ("results-is-a-file", ["run", SECTION8, "--results", "{t}"], None, "", ["--results", "is a file"]),
+    (
+        "junit-under-a-file",
+        ["sweep", SECTION8, "--junit", "{t}/j.xml"],
+        None,
+        "",
+        ["--junit", "is a file, not a folder"],
+    ),
+    (
+        "baseline-under-a-file",
+        ["sweep", SECTION8, "--write-baseline", "{t}/b.json"],
+        None,
+        "",
+        ["--write-baseline", "is a file, not a folder"],
+    ),
+    # Issue 35, case 9: an occurrence the script cannot reach, or no number a scenario file takes
+    (
+        "kill-at-beyond-the-script",
+        ["run", SECTION8, "--kill-at", "toolStarted#50"],
+        None,
+        None,
+        ["can never be reached", "makes 1 such call"],
+    ),
+    (
+        "kill-at-a-huge-occurrence",
+        ["run", SECTION8, "--kill-at", "toolStarted#99999999999999999999"],
+        None,
+        None,
+        ["--kill-at", "from 1 to 1,000,000"],
+    ),
     (
         "position-in-an-inline-table",
         ["run", "{s}"],
@@ -191,8 +271,8 @@ def test_bad_input_is_exit_2_named_and_leaves_nothing_behind(
     files = {"{s}": tmp_path / "bad.toml", "{t}": tmp_path / "target.toml"}
     files["{s}"].write_text(scenario or "")
     files["{t}"].write_text(target or "")
-    argv = [str(files.get(a, a)) for a in argv]
-    if argv[0] in ("run", "sweep", "explore"):
+    argv = [str(files.get(a, a)) if "{t}/" not in a else a.replace("{t}", str(files["{t}"])) for a in argv]
+    if argv[0] in ("run", "sweep", "explore") and "--results" not in argv:
         argv += ["--results", str(results)]
     env = {**os.environ, "TMPDIR": str(temp)}
     done = subprocess.run(

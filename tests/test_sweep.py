@@ -76,7 +76,8 @@ def test_a_sweep_with_a_bug_switch_finds_it(
     failures = ET.parse(junit).getroot().iter("failure")
     messages = [f.get("message", "") for f in failures]
     assert messages and all("reproduce: chaos run" in m for m in messages)
-    assert f"TINY_REFERENCE_BUG={bug}" in messages[0]
+    assert 'TINY_REFERENCE_BUG="$TINY_REFERENCE_BUG"' in messages[0], "names the variable, not its value"
+    assert bug not in messages[0]
     assert _summary(tmp_path / "r")["findings"] == len(messages)
 
 
@@ -225,7 +226,7 @@ def test_the_pytest_plugin_turns_cases_into_items(tmp_path: Path) -> None:
     message = next(ET.parse(tmp_path / "j.xml").getroot().iter("failure")).get("message", "")
     key, reproduce = message.split(" reproduce: ", 1)
     assert key.startswith("[F-") and reproduce.startswith("chaos run /"), "the key and an absolute reproduce"
-    assert "TINY_REFERENCE_BUG=stale-assistant-calls" in reproduce.split("\n")[0]
+    assert 'TINY_REFERENCE_BUG="$TINY_REFERENCE_BUG"' in reproduce.split("\n")[0]
 
 
 def test_depth_2_crashes_each_recovery_within_the_budget(

@@ -15,15 +15,12 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
-from chaos.cli import debug, explore, oracle, recheck, record, run, scenario, sweep, target
-from chaos.cli.options import say
 from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
-from chaos.process.contain import kill_all
-from chaos.process.contain import remove_stale as remove_stale_cages
-from chaos.world.sandbox import remove_stale
 
-COMMANDS = (run, sweep, explore, scenario, record, recheck, target, debug, oracle)
+# The commands are imported by ``main``, inside its handlers (``_commands``): a Ctrl-C while chaos is
+# still importing its engine is an interruption (exit 130), not a traceback.
 EPILOG = """exit statuses: 0 nothing found; 1 a finding against the agent; 2 unusable input (a bad
 scenario, target or option, named with its file, line and field); 3 chaos itself failed (not the
 agent; please report it); 130 interrupted (every agent chaos started is dead)"""
@@ -37,9 +34,21 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
+    for command in _commands():
         command.add(commands)
     return parser
+
+
+def _commands() -> tuple[Any, ...]:
+    from chaos.cli import debug, explore, oracle, recheck, record, run, scenario, sweep, target
+
+    return (run, sweep, explore, scenario, record, recheck, target, debug, oracle)
+
+
+def say(text: str, stream: Any = None) -> None:
+    from chaos.cli.options import say as said
+
+    said(text, stream)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -52,11 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
         return exit.code if isinstance(exit.code, int) else EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C while starting up: nothing ran yet
-        say("chaos: interrupted while starting; nothing ran", sys.stderr)
+        sys.stderr.write("chaos: interrupted while starting; nothing ran\n")
         return EXIT_INTERRUPTED
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
+        from chaos.process.contain import remove_stale as remove_stale_cages
+        from chaos.world.sandbox import remove_stale
+
         remove_stale()
         remove_stale_cages()
         return int(args.func(args))
@@ -64,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"chaos: {err}", sys.stderr)
         return EXIT_USAGE
     except (Interrupted, KeyboardInterrupt) as err:
+        from chaos.process.contain import kill_all
+
         kill_all()
         say(
             f"chaos {args.command}: interrupted ({str(err) or 'Ctrl-C'}); every agent it started is dead; "
