@@ -262,7 +262,9 @@ class Table:
         low = value <= minimum if exclusive else value < minimum
         if not math.isfinite(value) or low or value > MAX_SECONDS:
             bound = f"more than {minimum:g}" if exclusive else f"{minimum:g} or more"
-            self.fail(key, f"must be a finite number of seconds, {bound} and at most {MAX_SECONDS:g}; got {value:g}")
+            self.fail(
+                key, f"must be a finite number of seconds, {bound} and at most {MAX_SECONDS:g}; got {value:g}"
+            )
         return value
 
     def integer(self, key: str, default: Any, low: int, high: int, what: str = "") -> Any:
