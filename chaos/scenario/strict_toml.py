@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -26,6 +27,10 @@ T = TypeVar("T")
 MISSING: Any = object()
 Key = tuple[str | int, ...]
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+_BASIC_SPECIAL = re.compile(r'["\\]')
+_LITERAL_SPECIAL = re.compile("'")
 
 
 class _Scanner:
@@ -57,10 +62,20 @@ class _Scanner:
     def _string(self) -> str:
         quote = self._peek(3) if self._peek(3) in ('"""', "'''") else self._peek()
         self._advance(len(quote))
-        start = self.i
-        while self.i < len(self.s) and not self.s.startswith(quote, self.i):
-            self._advance(2 if quote[0] == '"' and self.s[self.i] == "\\" else 1)
-        text = self.s[start : self.i]
+        start = end = self.i
+        special = _BASIC_SPECIAL if quote[0] == '"' else _LITERAL_SPECIAL
+        while (found := special.search(self.s, end)) is not None:  # a jump to the next quote or escape
+            end = found.start()
+            if self.s[end] == "\\":
+                end += 2
+            elif self.s.startswith(quote, end):
+                break
+            else:
+                end += 1
+        else:
+            end = len(self.s)
+        self._advance(end - start)
+        text = self.s[start:end]
         self._advance(len(quote))
         return text
 
