@@ -276,3 +276,23 @@ def test_every_protocol_a_target_may_name_is_served() -> None:
     from chaos.world.protocols import PROTOCOLS
 
     assert set(PROTOCOL_NAMES) == set(PROTOCOLS)
+
+
+def test_a_doubled_v1_is_the_real_providers_404() -> None:
+    """Issue 38: the server took /v1/v1/messages, so an agent whose base URL doubled /v1 passed here and
+    would fail against the real provider. Each official client now raises its own NotFoundError."""
+    with ModelServer([Turn(text="hi"), Turn(text="hi")], protocol="anthropic") as server:
+        client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0, timeout=10)
+        with pytest.raises(anthropic.NotFoundError) as refused:
+            client.messages.create(
+                model="scripted/model", max_tokens=16, messages=[{"role": "user", "content": "go"}]
+            )
+        assert refused.value.body == {
+            "type": "error",
+            "error": {"type": "not_found_error", "message": "Not Found"},
+        }
+    with ModelServer([Turn(text="hi")], protocol="openai-chat") as server:
+        chat_client = openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0, timeout=10)
+        with pytest.raises(openai.NotFoundError, match="Invalid URL"):
+            chat_client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}])
+        assert server.requests == [], "a refused path is no request of the script"

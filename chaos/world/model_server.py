@@ -116,6 +116,14 @@ class _Hub:
             return cls._instance
 
 
+def not_found(protocol: str, route: str) -> dict[str, Any]:
+    """The body a real provider answers a path it does not serve with (a base URL with /v1 twice)."""
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}}
+    message = f"Invalid URL (POST {route})"
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+
 def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
     data = json.dumps(payload).encode()
     try:
@@ -260,10 +268,11 @@ class ModelServer:
 
     # -- serving ---------------------------------------------------------------------------------
     def handle(self, handler: BaseHTTPRequestHandler, path: str) -> None:
-        protocol = next((p for p in self.protocols.values() if path.rstrip("/").endswith(p.path)), None)
-        if protocol is None:
-            paths = ", ".join(p.path for p in self.protocols.values())
-            send_json(handler, 404, {"error": {"message": f"no such endpoint; served: {paths}"}})
+        route = path.split("?", 1)[0].rstrip("/")
+        protocol = next((p for p in self.protocols.values() if route == "/v1" + p.path), None)
+        if protocol is None:  # a doubled /v1 or another wrong path: the real provider's 404
+            near = next((p for p in self.protocols.values() if route.endswith(p.path)), None)
+            send_json(handler, 404, not_found(near.name if near else "openai-chat", route))
             return
         try:
             raw = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))

@@ -86,6 +86,7 @@ class World:
             self.target,
             self.box.workspace,
             model_url=self.server.url,
+            model_root=self.server.url.removesuffix("/v1"),
             model=config.model or self.target.model,
             environment_identity=config.environment_identity or self.target.environment_identity,
             tools_json=json.dumps(config.tools, sort_keys=True),
