@@ -11,13 +11,14 @@ never an exception: a verdict or a summary says so.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.bundled import frameworks_folder, scenario_path, scenarios_folder
+from chaos.bundled import frameworks_folder, scenario_names, scenario_path, scenarios_folder
 from chaos.case.record import default_folder, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
@@ -63,7 +64,10 @@ def scenario_file(ref: str | Path) -> Path:
         return path
     bundled = scenario_path(str(ref))
     if bundled is None:
-        raise SpecError(f"{ref}: no such scenario file, and no bundled scenario of that name")
+        names = scenario_names()
+        close = difflib.get_close_matches(str(ref), names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; the bundled ones: {', '.join(names)}"
+        raise SpecError(f"{ref}: no such scenario file, and no bundled scenario of that name{hint}")
     return bundled
 
 

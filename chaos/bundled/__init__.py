@@ -25,13 +25,16 @@ def targets_folder() -> Path:
     return _folder("chaos.bundled.targets")
 
 
-def scenario_names() -> list[str]:
-    return sorted(p.stem for p in scenarios_folder().glob("*.toml"))
-
-
 def frameworks_folder() -> Path:
     """The scenarios for framework agents (judged on their stores, ``chaos.store``)."""
     return scenarios_folder() / "frameworks"
+
+
+def scenario_names() -> list[str]:
+    """Every bundled scenario's name."""
+    return sorted(
+        p.stem for folder in (scenarios_folder(), frameworks_folder()) for p in folder.glob("*.toml")
+    )
 
 
 def scenario_path(name: str) -> Path | None:

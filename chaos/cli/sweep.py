@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 from chaos import api
@@ -20,7 +22,12 @@ def sweep(args: argparse.Namespace) -> int:
     results = Path(args.results or "results/sweep")
     if args.target is not None and api.target_of(args.target).store is not None:
         return _store_sweep(args, results)
-    mine = None if args.mine == "none" else Path(args.mine)
+    mine = _mine(args, results)
+    say(
+        f"chaos sweep: results in {results}; "
+        + (f"new crash prefixes mined into {mine}" if mine else "mining off"),
+        sys.stderr,
+    )
     space = CaseSpace(
         faults=tuple(args.fault or ("kill",)),
         depth=args.depth,
@@ -55,6 +62,43 @@ def sweep(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     return EXIT_OK if done.ok else EXIT_FINDING
+
+
+def _mine(args: argparse.Namespace, results: Path) -> Path | None:
+    """Where new crash prefixes go: ``--mine DIR`` as given; by default the target's ``fixtures`` folder,
+    else ``RESULTS/fixtures``. A default that would change files git tracks is refused: a sweep run in a
+    checkout must not rewrite its committed corpus unless told to (``--mine DIR``)."""
+    if args.mine == "none":
+        return None
+    if args.mine is not None:
+        return Path(args.mine)
+    target = api.target_of(args.target) if args.target is not None else None
+    folder = target.fixtures if target is not None and target.fixtures is not None else results / "fixtures"
+    tracked = tracked_files(folder)
+    if tracked:
+        raise UsageError(
+            f"the default fixture folder {folder} holds {len(tracked)} file(s) git tracks ({tracked[0]}, ...); "
+            f"a sweep would change them: pass --mine {folder} to mine there, or --mine none"
+        )
+    return folder
+
+
+def tracked_files(folder: Path) -> list[str]:
+    """The files git tracks under ``folder`` (none outside a work tree, or without git)."""
+    there = folder
+    while not there.is_dir() and there != there.parent:
+        there = there.parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(there), "ls-files", "--", str(folder.resolve())],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return done.stdout.split() if done.returncode == 0 else []
 
 
 def _store_sweep(args: argparse.Namespace, results: Path) -> int:
@@ -124,7 +168,12 @@ def add(commands: Commands) -> None:
         "--shard", type=shard, default=(1, 1), metavar="K/N", help="run the K-th of N deterministic shares"
     )
     p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
-    p.add_argument("--mine", default="results/fixtures", metavar="DIR", help="fixture corpus ('none': off)")
+    p.add_argument(
+        "--mine",
+        metavar="DIR",
+        help="where new crash prefixes become fixtures ('none': off; default: the target's fixtures folder, "
+        "else RESULTS/fixtures, never files git tracks unless named here)",
+    )
     p.add_argument("--oracle", action="append", default=[], metavar="CMD", help="another reducer to compare")
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")

@@ -143,7 +143,7 @@ def _coverage_html(summary: Summary) -> str:
     )
     return (
         f"<h2>coverage</h2>{lost}<p>faults landed: {faults or 'none'}</p>{unreached}"
-        f"<details><summary>decision tree: {len(coverage.rows)}/{len(ROWS)} rows faced by a recovery</summary>"
+        f"<details><summary>decision tree: {len(coverage.rows)}/{len(ROWS)} rows faced (by a recovery, or by an agent finishing its own abort)</summary>"
         f"<table class='coverage'><tr><th>row</th><th>cases</th><th>when</th></tr>{rows}</table></details>"
     )
 

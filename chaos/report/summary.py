@@ -146,7 +146,9 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
     groups, findings, cases = summary.groups, len(summary.findings), len(summary.ran)
     marked = any(g.known for g in groups) or bool(summary.fixed)
     lines = [
-        f"chaos sweep: {cases} case(s), {findings} finding(s) in {summary.seconds:.1f}s",
+        f"chaos sweep: {cases} case(s)"
+        + (f" run and {len(summary.skipped)} skipped" if summary.skipped else "")
+        + f", {findings} finding(s) in {summary.seconds:.1f}s",
         f"  {len(groups)} distinct failure(s) in {findings} failing case(s) of {cases}"
         + (f" ({summary.new} new)" if marked else ""),
         f"  kill precision: {summary.exact}/{summary.reached} crashes landed exactly at their boundary",
@@ -166,7 +168,7 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
         lines.append(f"  skipped {count} case(s): {reason}")
     covered = summary.coverage
     lines.append(
-        f"  decision tree: {len(covered.rows)}/{len(ROWS)} rows faced by a recovery"
+        f"  decision tree: {len(covered.rows)}/{len(ROWS)} rows faced (by a recovery, or by an agent finishing its own abort)"
         + (f"; never: {', '.join(covered.missing)}" if covered.missing else "")
     )
     if summary.lost:

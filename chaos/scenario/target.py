@@ -9,6 +9,7 @@ declarations). A Go or TypeScript agent is driven by writing one of these.
 
 from __future__ import annotations
 
+import difflib
 import string
 import sys
 from collections.abc import Callable
@@ -108,6 +109,7 @@ class Target:
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
     capabilities: Capabilities = Capabilities()
     store: StoreSpec | None = None  # a framework agent: judged on its store (chaos.store), not a session log
+    fixtures: Path | None = None  # where its sweeps mine crash prefixes by default (``fixtures = "DIR"``)
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -149,6 +151,16 @@ def cwd_problem(cwd: Path, workspace: Path) -> str | None:
     if resolved != inside and inside not in resolved.parents:
         return f"resolves to {resolved}, outside the sandbox workspace; a target runs only inside it"
     return None
+
+
+def _fixtures(top: Table, path: Path) -> Path | None:
+    """``fixtures = "DIR"``: the target's own fixture corpus, relative to the target file."""
+    folder: str | None = top.take("fixtures", str, None)
+    if folder is None:
+        return None
+    if not folder or "\0" in folder:
+        top.fail("fixtures", "must name a folder, relative to the target file")
+    return (path.parent / folder).resolve()
 
 
 def load_target(path: Path) -> Target:
@@ -232,6 +244,7 @@ def load_target(path: Path) -> Target:
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
         capabilities=capabilities,
         store=store,
+        fixtures=_fixtures(top, path),
     )
     top.take("description", str, "")
     top.done(GUIDE)
@@ -272,7 +285,9 @@ def find_target(name: str, near: Path | None = None) -> Path:
         if (folder / f"{name}.toml").is_file():
             return folder / f"{name}.toml"
     known = sorted({p.stem for f in _folders(near) if f.is_dir() for p in f.glob("*.toml")})
-    raise SpecError(f"unknown target {name!r}; known targets: {', '.join(known) or 'none'}")
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise SpecError(f"unknown target {name!r}; {hint}known targets: {', '.join(known) or 'none'}")
 
 
 def placeholders(target: Target, workspace: Path, **values: str) -> dict[str, Any]:

@@ -85,7 +85,7 @@ class Sweep:
                 case.id,
                 case.scenario.name,
                 case.target.name,
-                True,
+                False,  # not run is not ok: nothing was judged (``skipped`` says why)
                 skipped=str(why),
                 reported=case.in_shard(s.shard),
             )
@@ -113,7 +113,7 @@ class Sweep:
         return reported(list(self.results.values()))
 
     def findings(self) -> list[CaseResult]:
-        return [r for r in self.reported() if not r.ok]
+        return [r for r in self.reported() if not r.ok and not r.skipped]
 
 
 class Progress:
@@ -124,16 +124,26 @@ class Progress:
         self.sweep = sweep
         self.tty = sys.stderr.isatty()
         self.last = 0.0
+        self.announced = False
 
     def show(self, done: int, total: int, growing: bool, final: bool = False) -> None:
         now = time.monotonic()
+        elapsed = now - self.sweep.started
+        if not growing and not final and not self.announced and done:
+            self.announced = True  # the clean runs are in: the whole count is known, and a first pace
+            estimate = elapsed / done * total
+            sys.stderr.write(
+                ("\r\033[K" if self.tty else "")
+                + f"chaos sweep: {total} case(s) in all; about {estimate:.0f}s at the pace of the first {done}\n"
+            )
         if not final and not self.tty and now - self.last < 5:
             return
         self.last = now
-        elapsed = now - self.sweep.started
         left = f", ~{elapsed / done * (total - done):.0f}s left" if done and not growing else ""
         more = "+" if growing and not final else ""
-        text = f"chaos sweep: {done}/{total}{more} cases, {len(self.sweep.findings())} finding(s){left}"
+        skipped = sum(1 for r in self.sweep.results.values() if r.skipped)
+        skip = f" ({skipped} skipped)" if skipped else ""
+        text = f"chaos sweep: {done}/{total}{more} cases{skip}, {len(self.sweep.findings())} finding(s){left}"
         end = "\n" if final or not self.tty else ""
         sys.stderr.write(("\r\033[K" if self.tty else "") + text + end)
         sys.stderr.flush()

@@ -14,13 +14,26 @@ from chaos.case.result import CaseResult
 from chaos.contract.planner import ROWS
 from chaos.contract.reading import decision
 from chaos.cycle.evidence import Evidence
+from chaos.process.phase import Phase
 from chaos.scenario.model import Boundary
 
 
+def _aborts(phase: Phase) -> list[bytes]:
+    """The log as it stood at each abort a phase made durable itself: the agent then faced the abort's
+    row of the tree in that process (it finished the abort without a resume)."""
+    out, end = [], len(phase.log_before)
+    for line in phase.log_after[end:].splitlines(keepends=True):
+        end += len(line)
+        if b'"abortRequested"' in line and line.endswith(b"\n"):
+            out.append(phase.log_after[:end])
+    return out
+
+
 def rows_of(ev: Evidence) -> list[str]:
-    """The decision-tree rows the oracle took for the crash prefix and for each log a resume started
-    from: what recovery faced in this case."""
+    """The decision-tree rows the oracle took for the crash prefix, for each log a resume started from,
+    and for each abort a phase made durable and finished itself: what the agent faced in this case."""
     logs = [ev.prefix] + [before for _, before, _ in ev.transitions()]
+    logs += [log for phase in ev.phases for log in _aborts(phase)]
     rows = []
     for log in logs:
         made = decision(log, ev.current)
