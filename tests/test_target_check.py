@@ -66,3 +66,19 @@ def test_the_slow_target_is_usable(tmp_path: Path, capsys: pytest.CaptureFixture
     """Slow is not broken: a check that fails every target would pass the table above."""
     spec = REPO / "tests" / "targets" / "slow.toml"
     assert main(["target", "check", str(spec), "--results", str(tmp_path)]) == 0, capsys.readouterr().out
+
+
+@needs_ptrace
+@pytest.mark.parametrize("target", ["wrong-sessions", "bad-configuration", "missing-program"])
+def test_what_nothing_showed_is_not_judged_and_the_fix_comes_first(
+    target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: when the agent did not start (or sessions matched nothing), the other concerns showed ✓."""
+    spec = REPO / "tests" / "targets" / f"{target}.toml"
+    assert main(["target", "check", str(spec), "--timeout", "5", "--results", str(tmp_path)]) == 2
+    lines = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("  ") and line[2] in "✓✗-"
+    ]
+    assert lines[0].startswith("  ✗"), lines
+    assert not any(line.startswith("  ✓") for line in lines), lines
+    assert sum("not judged" in line for line in lines) == len(lines) - 1, lines

@@ -41,6 +41,7 @@ class Concern:
     title: str
     file: bool  # a problem here is the target file's (exit 2), else the agent's (exit 1)
     problems: list[str] = field(default_factory=list)
+    judged: bool = True  # False: nothing ran that could show it (an earlier concern stopped the probes)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +62,10 @@ class Diagnosis:
 
     def text(self) -> str:
         lines = [f"chaos target check {self.target.path}"]
-        for concern in self.concerns:
+        for concern in sorted(self.concerns, key=lambda c: c.ok):  # the fix that matters first
+            if not concern.judged:
+                lines.append(f"  - {concern.title}: not judged (nothing ran far enough; mend the ✗ above)")
+                continue
             lines.append(f"  {'✓' if concern.ok else '✗'} {concern.title}")
             lines += [f"      {printable(p)}" for p in concern.problems]
         verdict = {
@@ -176,6 +180,9 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
         recovery.problems += _failed(verdicts, lambda c: c.id == "outcome")
     judged = {"prefix-reduces", "final-reduces", "append-only", "timeout", "processes", "sandbox", "outcome"}
     recovery.problems += _failed(verdicts, lambda c: c.id not in judged)
+    if not runs.ok or not verdicts:  # what did not run shows nothing, good or bad
+        for concern in concerns:
+            concern.judged = not concern.ok
     return Diagnosis(target, concerns, folder)
 
 
