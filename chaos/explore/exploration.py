@@ -31,9 +31,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.reporting import with_reporter
 
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
@@ -198,11 +199,13 @@ class Exploration:
             report_multiple_bugs=True,
             phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
             print_blob=False,
+            verbosity=Verbosity.quiet,
         )(test)
         if self.seed is not None:  # the first round is exactly --seed's; later ones derive from it
             test = hypothesis_seed(self.seed if not self.rounds else self.seed * 1000 + self.rounds)(test)
         try:
-            test()
+            with with_reporter(_silent):  # the engine's own notes ("add @seed(...)") are not chaos's output
+                test()
         except BudgetSpent:
             return False  # the budget ran out with nothing new found
         except Exception as err:  # our findings, alone or grouped; anything else is chaos's own fault
@@ -225,6 +228,10 @@ class Exploration:
             miner.mine(rerun)
             found.scenario, found.verdict, found.saved = scenario, rerun, path
         return list(self.found.values())
+
+
+def _silent(value: object) -> None:
+    """Hypothesis's reporter, muted: chaos says what it found, its seed and its scenario, in its words."""
 
 
 def _key(verdict: Verdict) -> str:
