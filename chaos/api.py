@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.bundled import frameworks_folder, scenario_names, scenario_path, scenarios_folder
-from chaos.case.record import default_folder, writable
+from chaos.case.record import default_folder, outputs_writable, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
@@ -352,12 +352,7 @@ def sweep(
     points (``chaos.hooks``). Raises ``UsageError`` when no case could run at all.
     """
     settings = _settings(settings, options)
-    writable(settings.results, "--results")
-    for path, option in ((junit, "--junit"), (write_baseline, "--write-baseline")):
-        if path is not None:
-            writable(path, option, folder=False)
-    if mine is not None:
-        writable(mine, "--mine")
+    outputs_writable(settings.results, mine, junit, write_baseline)
     known = read_baseline(baseline) if baseline is not None else None
     loaded = load_all(list(scenarios) or default_scenarios())
     targets = {id(s): target_of(target, s) for s in loaded}

@@ -5,8 +5,11 @@ provider saw, the host's own paths: chaos passes them on to the agent or the
 provider, and never writes them. Every file chaos writes about a case (its
 logs and outputs, ``verdict.json``, the journal, the summary, the report, a
 JUnit file, a mined fixture, a recording) passes through ``scrub``, which puts
-``<NAME>`` where a registered value stood, in its raw and its JSON-escaped
-form. The register is process-wide on purpose: a secret is a secret for every
+``${NAME}`` where a registered value stood, in its raw, JSON-escaped and
+HTML/XML-escaped forms. The marker holds no character any of those formats
+escapes (``<``, ``&``, quotes, backslash), so scrubbing a finished JUnit file or
+report leaves it well-formed, and it reads as the variable the reproduce
+command names. The register is process-wide on purpose: a secret is a secret for every
 writer, and one forgotten writer is a leak.
 
 Values shorter than ``SHORTEST`` characters are not scrubbed: replacing ``1``
@@ -16,6 +19,7 @@ nothing.
 
 from __future__ import annotations
 
+import html
 import os
 import threading
 from pathlib import Path
@@ -28,12 +32,13 @@ _SECRETS: dict[bytes, bytes] = {}
 
 
 def register(name: str, value: str) -> None:
-    """From now on, ``value`` is written as ``<name>`` wherever chaos writes it."""
+    """From now on, ``value`` is written as ``${name}`` wherever chaos writes it."""
     if len(value) < SHORTEST:
         return
-    marker = f"<{name}>".encode()
+    marker = f"${{{name}}}".encode()
+    forms = {value, orjson.dumps(value)[1:-1].decode(), html.escape(value), html.escape(value, quote=False)}
     with _LOCK:
-        for form in (value.encode(), orjson.dumps(value)[1:-1]):
+        for form in (text.encode("utf-8", "surrogateescape") for text in forms):
             _SECRETS.setdefault(form, marker)
 
 

@@ -85,7 +85,7 @@ def test_a_target_env_secret_is_in_no_file_a_sweep_or_a_mine_writes(tmp_path: Pa
     ]
     assert main(argv) == 1
     assert list(_files(mined)), "fixtures were mined"
-    assert any("key=<TINY_API_KEY>" in p.read_text() for p in results.rglob("start.stderr"))
+    assert any("key=${TINY_API_KEY}" in p.read_text() for p in results.rglob("start.stderr"))
     assert _holding(SECRET, results, mined, junit, baseline) == []
     provenance = json.loads(next((mined / "provenance").glob("*.json")).read_text())
     assert provenance["targetEnv"] == ["TINY_API_KEY", "TINY_REFERENCE_BUG"], "names, not values"
@@ -129,7 +129,7 @@ def test_a_credential_the_upstream_echoes_is_not_recorded(tmp_path: Path) -> Non
     finally:
         server.shutdown()
     assert (
-        "you sent <authorization>" in out.read_text() or "you sent Bearer <authorization>" in out.read_text()
+        "you sent ${authorization}" in out.read_text() or "you sent Bearer ${authorization}" in out.read_text()
     )
     assert _holding(SECRET, out, results) == []
 

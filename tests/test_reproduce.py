@@ -89,7 +89,7 @@ expects = st.one_of(
 )
 scenarios = st.builds(
     Scenario,
-    prompt=words.filter(bool),
+    prompt=words.filter(lambda text: bool(text) and "\x00" not in text),  # an argv cannot hold NUL
     turns=st.lists(turns, min_size=1, max_size=3),
     files=st.dictionaries(
         st.sampled_from(["README.md", "deploy.sh", "src/a.py", "docs/x y.txt"]),
@@ -126,7 +126,10 @@ def test_every_shipped_scenario_round_trips(path: Path, tmp_path: Path) -> None:
     assert load_scenario(tmp_path / "again.toml") == scenario
 
 
-def _rerun(reproduce: str, folder: Path) -> dict:
+def _rerun(reproduce: str, folder: Path, env: dict[str, str] | None = None) -> dict:
+    """Run a reproduce command as a shell would, with ``env`` exported (it names variables, not values)."""
+    for key, value in (env or {}).items():
+        reproduce = reproduce.replace(f'"${key}"', shlex.quote(value))
     argv = shlex.split(reproduce)
     assert argv[:2] == ["chaos", "run"]
     main([*argv[1:], "--results", str(folder)])
@@ -139,7 +142,7 @@ def test_the_reproduce_command_of_a_torn_tail_case_tears_the_same_tail(tmp_path:
     scenario = load_scenario(REPO / "scenarios" / "torn-tail.toml")
     first = run_case(scenario, load_target(REPO / "targets" / "reference.toml"), bug, tmp_path / "first")
     assert not first.ok and first.evidence.start.torn
-    again = _rerun(first.reproduce(), tmp_path / "again")
+    again = _rerun(first.reproduce(), tmp_path / "again", bug)
     assert [c["name"] for c in again["checks"] if not c["ok"]] == [c.name for c in first.failed]
     assert (tmp_path / "again" / "prefix.jsonl").stat().st_size == len(first.evidence.prefix)
     assert again["phases"][0]["torn"] is True

@@ -67,7 +67,7 @@ def reproduce_command(folder: Path, target: Target, extra_env: dict[str, str]) -
 
 def env_names(extra_env: dict[str, str]) -> dict[str, str]:
     """What is written of ``--target-env``: each variable by name, its value never."""
-    return {key: f"<{key}>" for key in extra_env}
+    return {key: f"${{{key}}}" for key in extra_env}
 
 
 def writable(path: Path, option: str, folder: bool = True) -> None:
@@ -91,6 +91,18 @@ def writable(path: Path, option: str, folder: bool = True) -> None:
     full = disk_full(there)
     if full:
         raise ChaosFault(f"{option} {path}: {full}; free space there, or write elsewhere")
+
+
+def outputs_writable(
+    results: Path, mine: Path | None, junit: Path | None = None, write_baseline: Path | None = None
+) -> None:
+    """Every place a sweep will write, checked with ``writable`` before it says where it writes."""
+    writable(results, "--results")
+    for path, option in ((junit, "--junit"), (write_baseline, "--write-baseline")):
+        if path is not None:
+            writable(path, option, folder=False)
+    if mine is not None:
+        writable(mine, "--mine")
 
 
 def write(path: Path, data: bytes) -> None:

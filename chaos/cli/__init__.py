@@ -14,13 +14,14 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
 
-# The commands are imported by ``main``, inside its handlers (``_commands``): a Ctrl-C while chaos is
-# still importing its engine is an interruption (exit 130), not a traceback.
+# The commands are imported by ``main`` (``_commands``) while ``_startup`` notes a Ctrl-C: one while
+# chaos is still importing its engine is an interruption (exit 130), not a traceback.
 EPILOG = """exit statuses: 0 nothing found; 1 a finding against the agent; 2 unusable input (a bad
 scenario, target or option, named with its file, line and field); 3 chaos itself failed (not the
 agent; please report it); 130 interrupted (every agent chaos started is dead)"""
@@ -55,12 +56,32 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+@contextmanager
+def _startup() -> Iterator[list[int]]:
+    """While chaos imports its engine and reads its options, a Ctrl-C is noted, not raised: a
+    KeyboardInterrupt inside an import leaves the interpreter half set up (seen: a TypeError
+    traceback, a segmentation fault, death by SIGINT after the message). Noted only where Ctrl-C
+    would have interrupted (the default handler), and the handler is given back afterwards."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    before = signal.getsignal(signal.SIGINT)
+    if before is signal.default_int_handler:
+        signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
-    except KeyboardInterrupt:  # Ctrl-C while starting up: nothing ran yet
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    with _startup() as interrupted:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
+            return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    if interrupted:
         sys.stderr.write("chaos: interrupted while starting; nothing ran\n")
         return EXIT_INTERRUPTED
     if threading.current_thread() is threading.main_thread():

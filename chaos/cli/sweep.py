@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from chaos import api
+from chaos.case.record import outputs_writable
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
 from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, UsageError
@@ -23,6 +24,7 @@ def sweep(args: argparse.Namespace) -> int:
     if args.target is not None and api.target_of(args.target).store is not None:
         return _store_sweep(args, results)
     mine = _mine(args, results)
+    outputs_writable(results, mine, *(Path(p) if p else None for p in (args.junit, args.write_baseline)))
     say(
         f"chaos sweep: results in {results}; "
         + (f"new crash prefixes mined into {mine}" if mine else "mining off"),
