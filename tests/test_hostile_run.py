@@ -129,7 +129,8 @@ def test_a_credential_the_upstream_echoes_is_not_recorded(tmp_path: Path) -> Non
     finally:
         server.shutdown()
     assert (
-        "you sent ${authorization}" in out.read_text() or "you sent Bearer ${authorization}" in out.read_text()
+        "you sent ${authorization}" in out.read_text()
+        or "you sent Bearer ${authorization}" in out.read_text()
     )
     assert _holding(SECRET, out, results) == []
 

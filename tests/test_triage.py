@@ -90,7 +90,9 @@ def test_three_switches_give_the_expected_groups_and_each_representative_reprodu
     capsys.readouterr()
     for n, found in enumerate(summary["groups"]):
         argv = shlex.split(found["representative"]["reproduce"])[1:]
-        argv = [a.replace("$TINY_REFERENCE_BUG", EXPECTED[found["label"]]) for a in argv]  # the shell gives it
+        argv = [
+            a.replace("$TINY_REFERENCE_BUG", EXPECTED[found["label"]]) for a in argv
+        ]  # the shell gives it
         assert main([*argv, "--results", str(tmp_path / str(n))]) == 1
         out = capsys.readouterr().out
         assert f"failure [{found['key']}]" in out, (found["label"], out)
