@@ -31,7 +31,7 @@ what it may do.
     meaningful), registered in ``chaos.fault.FAULTS`` under its name, which is
     also its spelling in ``--fault NAME`` and ``fault = "NAME"``.
     ``tests/test_faults.py`` holds each registered fault to a shipped
-    scenario, a bug it exposes, a check that catches it and a README row.
+    scenario, a bug it exposes, a check that catches it and a row in docs/crash-model.md.
 
 ``Protocol``: how the scripted model server speaks
     A subclass of ``chaos.world.protocols.Protocol`` (read a request's

@@ -43,15 +43,15 @@ def diff(args: argparse.Namespace) -> int:
 
 def add(commands: Commands) -> None:
     p = commands.add_parser("show", help="a readable timeline of a session log, its state and plan")
-    p.add_argument("file")
+    p.add_argument("file", metavar="LOG", help="a session log (JSONL)")
     p.add_argument("--current", metavar="CURRENT.json", help="also show the plan under this configuration")
     p.add_argument("--target", help="or plan under this target's current configuration")
     p.add_argument("--json", action="store_true", help="the timeline as JSON")
-    p.add_argument("--no-colour", action="store_true")
+    p.add_argument("--no-colour", action="store_true", help="plain text even on a terminal")
     p.set_defaults(func=show)
     p = commands.add_parser(
         "diff", help="what recovery appended (RUN: prefix vs final; RUN_A RUN_B: two finals)"
     )
-    p.add_argument("a", metavar="RUN_OR_LOG")
-    p.add_argument("b", nargs="?", metavar="RUN_OR_LOG")
+    p.add_argument("a", metavar="RUN_OR_LOG", help="a run folder, or a session log")
+    p.add_argument("b", nargs="?", metavar="RUN_OR_LOG", help="a second run folder or log to compare with")
     p.set_defaults(func=diff)

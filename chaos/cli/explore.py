@@ -73,6 +73,6 @@ def add(commands: Commands) -> None:
         metavar="SECONDS",
         help="shrink for at most this long (default: min(budget, 60))",
     )
-    p.add_argument("--results", default="results/explore", metavar="DIR")
+    p.add_argument("--results", default="results/explore", metavar="DIR", help="default: results/explore")
     target_env(p)
     p.set_defaults(func=explore)

@@ -52,9 +52,11 @@ def plan(args: argparse.Namespace) -> int:
 
 def add(commands: Commands) -> None:
     p = commands.add_parser("reduce", help="reduce a session log; exit 0 ok, 1 corrupt, 2 unusable input")
-    p.add_argument("file")
+    p.add_argument("file", metavar="LOG", help="a session log (JSONL)")
     p.set_defaults(func=reduce)
     p = commands.add_parser("plan", help="plan recovery of a session log under a current configuration")
-    p.add_argument("file")
-    p.add_argument("--current", required=True, metavar="CURRENT.json")
+    p.add_argument("file", metavar="LOG", help="a session log (JSONL)")
+    p.add_argument(
+        "--current", required=True, metavar="CURRENT.json", help="the current configuration (planner input)"
+    )
     p.set_defaults(func=plan)

@@ -1,7 +1,7 @@
 """Faults: what a case does at its boundary, one implementation of one small interface each, in one
 registry (etcd's ``tests/robustness/failpoint/``). Adding a fault is one module and one line below;
 ``tests/test_faults.py`` holds every registered fault to a scenario, a row of the fault table, a CLI
-spelling and a README row."""
+spelling and a row in docs/crash-model.md."""
 
 from __future__ import annotations
 

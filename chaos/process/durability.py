@@ -21,7 +21,7 @@ its directory entry durable too (what ext4's ordered journal does in
 practice). After a sync that failed (``fsync-error``), the kernel may have
 dropped the dirty pages: nothing written since the last good sync counts,
 whatever later syncs return. Not modelled: the agent's other files and
-reordering between files; the README compares this with ALICE, CrashMonkey and
+reordering between files; docs/crash-model.md compares this with ALICE, CrashMonkey and
 LazyFS, whose models cover those.
 """
 

@@ -23,7 +23,7 @@ from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.strict_toml import MISSING, Table
 from chaos.store.base import known
 
-GUIDE = "the README, 'Drive your own agent'"
+GUIDE = "docs/own-agent.md"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
 PLACEHOLDERS = {
     "python": "the Python running chaos",

@@ -6,8 +6,8 @@ the same loop started right after the prompt's transaction; a resume is the
 same loop started from whatever prefix a crash left. SIGINT turns into an
 ``abortRequested`` and the planner then drives the abort path.
 
-``TINY_REFERENCE_BUG`` turns on deliberately broken behaviours (see the
-README; several at once as ``a,b,c``) so chaos can prove it catches each class
+``TINY_REFERENCE_BUG`` turns on deliberately broken behaviours (see
+docs/internals.md; several at once as ``a,b,c``) so chaos can prove it catches each class
 of recovery bug, and tell several bugs apart in one run.
 ``TINY_REFERENCE_VARIANT`` turns on *legal* designs other agents choose (an
 abort left to the resume, a lock that waits, one fact per transaction, usage
