@@ -163,6 +163,35 @@ ROWS = [
         None,
         ["TARGET", "unknown target"],
     ),
+    # Issue 38: an unknown name lists the close ones, or every one there is
+    (
+        "scenario-name-misspelt",
+        ["run", "section8-read-replai"],
+        None,
+        None,
+        ["no bundled scenario of that name", "did you mean section8-read-replay?"],
+    ),
+    (
+        "scenario-name-unknown",
+        ["run", "zzzz"],
+        None,
+        None,
+        ["the bundled ones: abort-during-deploy,", "section8-read-replay"],
+    ),
+    (
+        "framework-scenario-name-misspelt",
+        ["sweep", "deploy-one-servic", "--target", "langgraph"],
+        None,
+        None,
+        ["did you mean deploy-one-service"],
+    ),
+    (
+        "target-name-misspelt",
+        ["run", SECTION8, "--target", "refrence"],
+        None,
+        None,
+        ["unknown target 'refrence'", "did you mean 'reference'?", "known targets:"],
+    ),
     (
         "kill-at-a-tool-never-called",
         ["run", SECTION8, "--kill-at", "toolStarted[toolName=bash]"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -62,9 +63,22 @@ def test_a_sweep_against_a_contract_only_agent_skips_what_it_cannot_and_passes_t
 ) -> None:
     argv = ["sweep", *_paths(SKIPPING), "--target", MINIMAL, "-j", "2", "--mine", "none"]
     code = main([*argv, "--results", str(tmp_path / "r"), "--junit", str(tmp_path / "junit.xml")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0, out
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    skipped = len(summary["skipped"])
+    # a skipped case is not ok, and every count agrees: progress, headline, summary, journal
+    journal = [json.loads(line) for line in (tmp_path / "r" / "sweep.jsonl").read_text().splitlines()]
+    assert sum(1 for r in journal if r.get("skipped")) == skipped > 0
+    assert all(r["ok"] is False for r in journal if r.get("skipped")), "skipped is not ok"
+    final = [line for line in err.splitlines() if re.match(r"chaos sweep: \d+/\d+ cases", line)][-1]
+    assert final.startswith(
+        f"chaos sweep: {len(journal)}/{len(journal)} cases ({skipped} skipped), 0 finding(s)"
+    )
+    assert f"chaos sweep: {summary['cases']} case(s) run and {skipped} skipped, 0 finding(s)" in out
+    assert summary["cases"] + skipped == len(journal)
+    assert f"chaos sweep: {len(journal)} case(s) in all; about " in err, "the whole count, once known"
+    assert f"chaos sweep: results in {tmp_path / 'r'}; mining off" in err, "where it writes, first"
     reasons = {s["reason"].split(" needs ")[1].split(" (")[0] for s in summary["skipped"]}
     assert reasons == {"an abort on a signal", "a compaction", "a streamed model answer"}, summary["skipped"]
     assert summary["findings"] == 0 and summary["cases"] > 30

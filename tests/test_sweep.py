@@ -292,3 +292,34 @@ def test_a_sweep_keeps_its_budget(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert summary["notRun"] and "not run: the budget ran out" in out
     longest = max(v["seconds"] for v in summary["verdicts"])
     assert spent <= 4 + longest + 3, (spent, longest)
+
+
+def test_a_sweep_never_mines_into_files_git_tracks_unless_told_to(tmp_path: Path) -> None:
+    """Issue 38: run in a checkout, a sweep mined into ./results/fixtures and changed tracked files."""
+    fixtures = tmp_path / "results" / "fixtures"
+    fixtures.mkdir(parents=True)
+    (fixtures / "manifest.json").write_text("[]\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    for step in (["init", "-q"], ["add", "."], ["commit", "-qm", "corpus"]):
+        subprocess.run([*git, *step], check=True, capture_output=True)
+    sweep = [sys.executable, "-m", "chaos", "sweep", SECTION8, "--results", str(tmp_path / "results")]
+
+    refused = subprocess.run(sweep, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "holds 1 file(s) git tracks" in refused.stderr and f"--mine {fixtures}" in refused.stderr
+    assert not (tmp_path / "results" / "sweep.jsonl").exists(), "refused before anything ran"
+
+    # named with --mine, it mines there; a target's own fixtures folder is the default before RESULTS
+    told = subprocess.run(
+        [*sweep, "--mine", str(fixtures), "--budget", "3"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert told.returncode == 0 and f"new crash prefixes mined into {fixtures}" in told.stderr, told.stderr
+    target = tmp_path / "mine.toml"
+    target.write_text('fixtures = "corpus"\n' + (REPO / "targets" / "reference.toml").read_text())
+    own = subprocess.run(
+        [*sweep, "--target", str(target), "--budget", "3", "--results", str(tmp_path / "other")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert own.returncode == 0 and f"mined into {tmp_path / 'corpus'}" in own.stderr, own.stderr

@@ -238,3 +238,18 @@ def test_a_line_cut_anywhere_is_one_rule() -> None:
     ]
     assert {rule(s) for s in said} == {"not strict JSON"}
     assert rule("an object has a duplicate key") == "an object has a duplicate key"
+
+
+def test_coverage_counts_the_abort_an_agent_finished_in_its_own_process(tmp_path: Path) -> None:
+    """Issue 38: an abort the start process made durable and finished itself showed no abort row."""
+    from chaos.case.run import run_case
+    from chaos.contract.reading import decision
+    from chaos.scenario import load_scenario, load_target
+    from chaos.triage.coverage import rows_of
+
+    scenario = load_scenario(REPO / "scenarios" / "abort-during-deploy.toml")
+    verdict = run_case(scenario, load_target(REPO / "targets" / "reference.toml"), {}, tmp_path / "r")
+    assert verdict.ok, [c.text() for c in verdict.failed]
+    made = decision(verdict.evidence.prefix, verdict.evidence.current)
+    assert made is not None and made.row == "0-idle", "no resume faced the abort: the start finished it"
+    assert "1-abort-unresolved-calls" in rows_of(verdict.evidence)
