@@ -163,6 +163,21 @@ ROWS = [
         None,
         ["TARGET", "unknown target"],
     ),
+    # Issue 36: a target that passes {request_deadline} declares it
+    (
+        "request-deadline-passed-but-not-declared",
+        ["run", SECTION8, "--target", "{t}"],
+        None,
+        REFERENCE.replace("request_deadline = 20", ""),
+        ["request_deadline: is missing", "passes {request_deadline}"],
+    ),
+    (
+        "request-deadline-not-a-time",
+        ["run", SECTION8, "--target", "{t}"],
+        None,
+        _target(request_deadline="0"),
+        ["line 12", "request_deadline", "more than 0"],
+    ),
     # Issue 38: an unknown name lists the close ones, or every one there is
     (
         "scenario-name-misspelt",

@@ -136,6 +136,18 @@ def test_every_toml_block_loads_as_what_it_shows(where: str, code: str, tmp_path
         load_scenario(path)
 
 
+def _uncommented(text: str) -> list[str]:
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in text.splitlines() if not line.startswith("#")]
+
+
+@pytest.mark.parametrize("where,code", _blocks("toml"), ids=lambda v: v if ":" in v else "")
+def test_a_toml_block_that_names_a_shipped_file_says_what_it_holds(where: str, code: str) -> None:
+    named = re.match(r"# (\S+\.toml)", code)
+    if named is None or not (REPO / named.group(1)).is_file():
+        return  # an example of the reader's own file
+    assert _uncommented(code) == _uncommented((REPO / named.group(1)).read_text()), f"{where} drifted"
+
+
 @pytest.mark.parametrize(
     "where,code",
     [b for b in _blocks("python") if "# the public API" not in b[1]],

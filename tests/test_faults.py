@@ -87,3 +87,25 @@ def test_the_persistence_model_decides_whether_a_new_log_needs_its_directory_syn
     target = load_target(REPO / "targets" / "reference.toml")
     case = run_case(scenario, target, {"TINY_REFERENCE_BUG": "no-directory-sync"}, tmp_path)
     assert ("intent-synced" in {c.id for c in case.failed}) is caught, [c.text() for c in case.checks]
+
+
+def test_a_withheld_answer_costs_the_short_deadline_chaos_gives_not_the_agents_everyday_one() -> None:
+    """Issue 36: a hang waited out the agent's own deadline, set by agent-specific variables in the scenario."""
+    from chaos.world.world import build_world
+
+    reference = load_target(REPO / "targets" / "reference.toml")
+    hang, plain = (load_scenario(SCENARIOS / f"{n}.toml") for n in ("provider-hang", "section8-read-replay"))
+    for scenario, given, limit in ((hang, "2", 30.0), (plain, "20", 60.0)):
+        world = build_world(scenario, reference, {})
+        try:
+            assert world.env(scenario.start, [])["TINY_TIMEOUT"] == given
+            assert world.phase_limit == limit
+        finally:
+            world.close()
+    # an agent that takes no deadline from chaos but declares a long one is waited for, never blamed
+    fixed = replace(reference, takes_deadline=False, request_deadline=45.0)
+    world = build_world(hang, fixed, {})
+    try:
+        assert world.deadline == 45.0 and world.phase_limit == 100.0
+    finally:
+        world.close()

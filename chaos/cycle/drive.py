@@ -169,7 +169,7 @@ def drive_cycle(
         world = build_world(scenario, target, extra_env)
     phases: list[Phase] = []
     try:
-        limit = scenario.timeout
+        limit = world.phase_limit
         argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
         if scenario.operation == "compaction":
             assert target.compact is not None  # a case that needs compaction is skipped without it

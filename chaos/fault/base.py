@@ -68,6 +68,7 @@ class Fault:
     cuts_to_synced: ClassVar[bool] = False  # once the process is gone, the log keeps only synced bytes
     hands_on: ClassVar[bool] = False  # the frozen writer is handed on, to be let go on after a second
     lands_after: ClassVar[int] = 0  # facts the agent commits past the boundary before the fault lands
+    withholds: ClassVar[bool] = False  # keeps an answer from arriving in time: the agent's deadline ends it
 
     def applies_to(self, what: str) -> str | None:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""

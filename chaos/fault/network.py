@@ -41,6 +41,7 @@ class Hang(Network):
     name = "hang"
     summary = "no answer at all, past the agent's own timeout"
     enables = ("timeout", "requests-attempted")
+    withholds = True
 
 
 class InvalidJson(Network):
@@ -52,3 +53,4 @@ class Trickle(Network):
     name = "trickle"
     summary = "the answer one byte a second, past the agent's own deadline"
     enables = ("timeout", "requests-attempted")
+    withholds = True

@@ -370,6 +370,11 @@ class Scenario:
             needs.append("compaction")
         return list(dict.fromkeys(needs))
 
+    def withholds_answer(self) -> bool:
+        """A fault of this scenario keeps a model answer from arriving in time (``hang``, ``trickle``): the
+        agent's own request deadline is what ends the wait."""
+        return any(c.kind.withholds for c in (self.crash, self.then_crash) if c is not None)
+
     def unreachable(self) -> str | None:
         """Why a crash of this scenario can never be reached, as its own script shows (a tool it never
         calls, a length stop it never makes, an effect no file performs), or None when it may be."""

@@ -36,7 +36,12 @@ PLACEHOLDERS = {
     "model": "the model name of the phase",
     "environment_identity": "the environment identity of the phase",
     "tools_json": "the phase's tool overrides as a JSON object (name -> description/replay/replayKey)",
+    "request_deadline": "the agent's deadline for one model answer, in seconds: the target's request_deadline, "
+    "or a short one (SHORT_DEADLINE) in a case whose fault withholds the answer (hang, trickle)",
 }
+# The deadline a case whose fault withholds an answer gives an agent that takes ``{request_deadline}``: the
+# case then costs about two of these (an attempt and its retry), not the agent's everyday deadline.
+SHORT_DEADLINE = 2.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,16 @@ class Target:
     capabilities: Capabilities = Capabilities()
     store: StoreSpec | None = None  # a framework agent: judged on its store (chaos.store), not a session log
     fixtures: Path | None = None  # where its sweeps mine crash prefixes by default (``fixtures = "DIR"``)
+    request_deadline: float | None = None  # the agent's own deadline for one model answer, in seconds
+    takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
+
+    def deadline(self, withheld: bool) -> float | None:
+        """The agent's deadline for one model answer in a case: short where the case's fault withholds an
+        answer and the agent takes its deadline from chaos (a hang then costs seconds, not the phase's
+        timeout); else what the target declares (None: it declares none)."""
+        if withheld and self.takes_deadline and self.request_deadline is not None:
+            return min(self.request_deadline, SHORT_DEADLINE)
+        return self.request_deadline
 
     def outcome_of(self, returncode: int | None) -> str | None:
         for outcome, code in self.exit_codes.items():
@@ -245,10 +260,33 @@ def load_target(path: Path) -> Target:
         capabilities=capabilities,
         store=store,
         fixtures=_fixtures(top, path),
+        request_deadline=_deadline(top, start, resume, compact, env),
+        takes_deadline=_takes_deadline(start, resume, compact, env),
     )
     top.take("description", str, "")
     top.done(GUIDE)
     return target
+
+
+def _takes_deadline(*templates: list[str] | dict[str, str] | None) -> bool:
+    parts = [p for t in templates if t for p in (t.values() if isinstance(t, dict) else t)]
+    return any("{request_deadline}" in part for part in parts)
+
+
+def _deadline(
+    top: Table, start: list[str], resume: list[str], compact: list[str] | None, env: dict[str, str]
+) -> float | None:
+    """``request_deadline``: how long the agent waits for one model answer. Declared, chaos knows what a
+    withheld answer costs; passed as ``{request_deadline}``, chaos shortens it where a fault withholds one."""
+    if "request_deadline" not in top.data:
+        if _takes_deadline(start, resume, compact, env):
+            top.fail(
+                "request_deadline",
+                "is missing: the target passes {request_deadline}, so declare the agent's everyday deadline "
+                "for one model answer (request_deadline = 60, in seconds)",
+            )
+        return None
+    return top.number("request_deadline", 0, 0, exclusive=True)
 
 
 def _store(top: Table) -> StoreSpec | None:

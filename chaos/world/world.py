@@ -90,7 +90,22 @@ class World:
             model=config.model or self.target.model,
             environment_identity=config.environment_identity or self.target.environment_identity,
             tools_json=json.dumps(config.tools, sort_keys=True),
+            request_deadline=f"{self.deadline:g}" if self.deadline is not None else "",
         )
+
+    @property
+    def deadline(self) -> float | None:
+        """The agent's deadline for one model answer in this case (``Target.deadline``)."""
+        return self.target.deadline(self.scenario.withholds_answer())
+
+    @property
+    def phase_limit(self) -> float:
+        """Seconds a phase may take: the scenario's, and where its fault withholds an answer, long enough
+        for the agent's declared deadline to end the attempt and its retry (never a timeout blamed on an
+        agent that waits as long as it says)."""
+        if self.deadline is None or not self.scenario.withholds_answer():
+            return self.scenario.timeout
+        return max(self.scenario.timeout, 2 * self.deadline + 10)
 
     def env(self, config: Configuration, gates: list[str]) -> dict[str, str]:
         values = self.values(config)
