@@ -93,3 +93,13 @@ needs_node = pytest.mark.skipif(
     shutil.which("node") is None and not os.environ.get("CHAOS_REQUIRE_NODE"),
     reason="no node on PATH (.ci/run installs Debian's nodejs)",
 )
+
+
+def answer_json(handler: Any, body: Any) -> None:
+    """A stand-in upstream provider's 200 answer with a JSON body (``chaos record``'s tests)."""
+    data = json.dumps(body).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -26,7 +26,7 @@ from chaos.errors import Interrupted
 from chaos.process import contain
 from chaos.process.ptrace import default_signals
 from chaos.scenario import load_scenario
-from tests.conftest import REPO, needs_node, needs_ptrace
+from tests.conftest import REPO, answer_json, needs_node, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
@@ -110,12 +110,7 @@ def test_a_credential_the_upstream_echoes_is_not_recorded(tmp_path: Path) -> Non
                 ],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
             }
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            answer_json(self, body)
 
         def log_message(self, *args: object) -> None:
             pass

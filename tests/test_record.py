@@ -24,7 +24,7 @@ from chaos.scenario.model import Turn, call
 from chaos.world.model_server import ModelServer
 from chaos.world.protocols import PROTOCOLS, Conversation
 from chaos.world.recorder import Upstream
-from tests.conftest import needs_ptrace
+from tests.conftest import answer_json, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
@@ -120,12 +120,7 @@ def test_the_credentials_reach_the_upstream_and_nothing_else(tmp_path: Path) -> 
         def do_POST(self) -> None:
             seen.append({k.lower(): v for k, v in self.headers.items()})
             self.rfile.read(int(self.headers["Content-Length"]))
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            answer_json(self, body)
 
     provider = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
     threading.Thread(target=provider.serve_forever, daemon=True).start()
