@@ -82,3 +82,18 @@ def test_what_nothing_showed_is_not_judged_and_the_fix_comes_first(
     assert lines[0].startswith("  ✗"), lines
     assert not any(line.startswith("  ✓") for line in lines), lines
     assert sum("not judged" in line for line in lines) == len(lines) - 1, lines
+
+
+def test_the_doctor_notes_a_missing_request_deadline_without_changing_its_verdict(tmp_path: Path) -> None:
+    """Issue 36: without request_deadline a hang case waits out the phase and may blame a correct agent."""
+    from dataclasses import replace
+
+    from chaos.doctor.diagnosis import Diagnosis, notes
+    from chaos.scenario import load_target
+
+    reference = load_target(REPO / "targets" / "reference.toml")
+    assert notes(reference) == []
+    silent = replace(reference, request_deadline=None, takes_deadline=False)
+    said = Diagnosis(silent, [], tmp_path, notes(silent))
+    assert said.exit_code == 0 and "usable: chaos sweep can drive this target" in said.text()
+    assert "note: no request_deadline: a case whose fault withholds a model answer" in said.text()

@@ -53,6 +53,7 @@ class Diagnosis:
     target: Target
     concerns: list[Concern]
     folder: Path
+    notes: list[str] = field(default_factory=list)  # advice that changes no verdict and no exit code
 
     @property
     def exit_code(self) -> int:
@@ -74,7 +75,8 @@ class Diagnosis:
             "(a finding: see the runs)",
             2: "not usable yet: change the target file as said above",
         }[self.exit_code]
-        return "\n".join([*lines, verdict, f"  runs: {self.folder}"])
+        notes = [f"  note: {note}" for note in self.notes]
+        return "\n".join([*lines, verdict, *notes, f"  runs: {self.folder}"])
 
 
 CONFIGURATION = (
@@ -183,7 +185,18 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     if not runs.ok or not verdicts:  # what did not run shows nothing, good or bad
         for concern in concerns:
             concern.judged = not concern.ok
-    return Diagnosis(target, concerns, folder)
+    return Diagnosis(target, concerns, folder, notes(target))
+
+
+def notes(target: Target) -> list[str]:
+    """What the target file leaves chaos to guess, where a sweep would pay for the guess."""
+    if target.request_deadline is not None:
+        return []
+    return [
+        "no request_deadline: a case whose fault withholds a model answer (hang, trickle) waits out the "
+        "phase's timeout, and an agent whose own deadline is longer fails 'timeout'; declare "
+        "request_deadline = SECONDS and pass {request_deadline} to the agent (docs/own-agent.md)"
+    ]
 
 
 def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
