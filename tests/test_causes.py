@@ -59,6 +59,17 @@ def test_an_effect_whose_intent_another_writer_resolved_is_that_writer_s_cause(t
 
 
 @needs_ptrace
+def test_a_plan_an_effect_before_its_intent_broke_is_that_effect_s_symptom(tmp_path: Path) -> None:
+    """Issue 37: a scenario's hand-written plan for a crash during the effect failed as a second group."""
+    verdict = _run("pending-deploy-interrupted", tmp_path, bug="intent-after-effect")
+    checks = {c.id: c for c in verdict.checks}
+    assert verdict.failed[0].id == "intent-before-effect"
+    assert checks["prefix-plan"].ok and checks["prefix-plan"].unjudged.startswith(
+        "a symptom of intent-before-effect"
+    )
+
+
+@needs_ptrace
 def test_a_writer_that_rewrites_the_log_in_place_wrote(tmp_path: Path) -> None:
     verdict = _run("two-writers", tmp_path)
     evidence = verdict.evidence
