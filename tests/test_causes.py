@@ -16,7 +16,8 @@ from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.check import check_all
 from chaos.cli import main
-from chaos.scenario import load_scenario, load_target
+from chaos.scenario import Crash, load_scenario, load_target
+from chaos.scenario.model import Boundary
 from tests.conftest import REPO, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
@@ -67,6 +68,24 @@ def test_a_plan_an_effect_before_its_intent_broke_is_that_effect_s_symptom(tmp_p
     assert checks["prefix-plan"].ok and checks["prefix-plan"].unjudged.startswith(
         "a symptom of intent-before-effect"
     )
+
+
+@needs_ptrace
+@pytest.mark.parametrize(("then", "failed"), [("entry:tool", []), ("stepAttempt", ["requests-attempted"])])
+def test_what_a_power_cut_took_from_a_resume_is_judged_as_it_was_written(
+    then: str, failed: list[str], tmp_path: Path
+) -> None:
+    """Issue 37: a resume that wrote its plan without syncing it, cut by a power loss, was reported as
+    'the agent appended nothing'. What it wrote carries out the plan; what it did before syncing (a
+    request under an unsynced attempt) is the finding."""
+    scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
+        Crash(Boundary.parse("toolStarted[toolName=bash]")), Crash(Boundary.parse(then), "power-loss")
+    )
+    verdict = run_case(scenario, load_target(REFERENCE), {"TINY_REFERENCE_BUG": "no-fsync"}, tmp_path / "r")
+    assert verdict.evidence.resumes[0].cut, "the resume wrote, and the power cut took it"
+    plans = [c for c in verdict.checks if c.id == "plan-followed"]
+    assert plans[0].ok and "the power cut then took what was not synced" in plans[0].got
+    assert [c.id for c in verdict.failed] == failed
 
 
 @needs_ptrace

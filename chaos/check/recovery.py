@@ -178,19 +178,24 @@ def _judged_transitions(ev: Evidence) -> list[tuple[Phase, bytes, bytes]]:
 def plans_followed(ev: Evidence) -> list[Check]:
     """Each resume's first appended facts carry out the oracle's plan for the log it started from."""
     checks = []
-    for phase, before, after in _judged_transitions(ev):
+    for phase, before, _ in _judged_transitions(ev):
         made = decision(before, ev.current)
         if made is None or made.row == "0-idle":
             continue  # a log the oracle cannot read (another check says why), or nothing to carry out
-        lines = appended_lines(before, after)
-        appended = raw_facts(lines)
+        # judged on what the process wrote: a power cut that took what it had not synced yet changes what
+        # survives, not what the agent did (what it did before syncing is intent-synced's and
+        # requests-attempted's to judge)
+        written = phase.written
+        appended = raw_facts(appended_lines(before, written))
         did = _described(appended[0]) if appended else "nothing"
         departed = departure(made.plan, appended, ev.current)
         if departed is not None and appended:
             did += f": {departed.text}"
-        error = reduced(after).error
+        error = reduced(written).error
         if appended and error is not None and error.line > len(committed_lines(before)):
             did += f" (in a line the reducer rejects: {error.code})"
+        if appended and phase.cut:
+            did += " (written; the power cut then took what was not synced)"
         checks.append(
             Check(
                 "plan-followed",

@@ -171,6 +171,16 @@ class Phase:
         return self.kind.named(self.index)
 
     @property
+    def written(self) -> bytes:
+        """The log as the process wrote it: before a power cut took what it had not synced, if one did."""
+        return self.log_written if self.log_written is not None else self.log_after
+
+    @property
+    def cut(self) -> bool:
+        """A power cut took bytes this process wrote (it had not synced them)."""
+        return self.log_written is not None and len(self.log_written) > len(self.log_after)
+
+    @property
     def committed_before(self) -> int:
         return committed_length(self.log_before)
 

@@ -156,13 +156,13 @@ def _rejection(ev: Evidence) -> Divergence | None:
 
 def _first_step(ev: Evidence) -> Divergence | None:
     """The first resume whose first appended facts do not carry out the oracle's plan for its log."""
-    for phase, before, after in ev.transitions():
+    for phase, before, _ in ev.transitions():
         if phase.kind is PhaseKind.CONTINUED or ev.refused(phase):
             continue
         made = decision(before, ev.current)
         if made is None or made.row == "0-idle":
             continue
-        appended = raw_facts(appended_lines(before, after))
+        appended = raw_facts(appended_lines(before, phase.written))  # as written (plan-followed's reading)
         departed = departure(made.plan, appended, ev.current)
         if departed is not None:
             did, shape = _did(appended)
