@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
+from chaos.scenario.target import phase_limit
 
 CATALOG = {
     "timeout": "every phase ended before its timeout",
@@ -25,7 +26,7 @@ def judge(ev: Evidence) -> list[Check]:
             "timeout",
             "every phase ended before its timeout",
             not hung,
-            f"within {ev.scenario.timeout:g}s",
+            f"within {phase_limit(ev.scenario, ev.target):g}s",
             f"killed at the timeout: {', '.join(hung)}" if hung else "ok",
         ),
         Check("processes", "no process outlived the run", not left, "none", ", ".join(left) or "none"),

@@ -268,6 +268,16 @@ def load_target(path: Path) -> Target:
     return target
 
 
+def phase_limit(scenario: Scenario, target: Target) -> float:
+    """Seconds a phase of ``scenario`` may take against ``target``: the scenario's, and where its fault
+    withholds an answer, long enough for the agent's declared deadline to end the attempt and its retry
+    (never a timeout blamed on an agent that waits as long as it says)."""
+    deadline = target.deadline(scenario.withholds_answer())
+    if deadline is None or not scenario.withholds_answer():
+        return scenario.timeout
+    return max(scenario.timeout, 2 * deadline + 10)
+
+
 def _takes_deadline(*templates: list[str] | dict[str, str] | None) -> bool:
     parts = [p for t in templates if t for p in (t.values() if isinstance(t, dict) else t)]
     return any("{request_deadline}" in part for part in parts)

@@ -20,7 +20,7 @@ from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
 from chaos.errors import TargetUnusable
 from chaos.scenario.model import Configuration, Scenario
-from chaos.scenario.target import Target, cwd_problem, fill, placeholders
+from chaos.scenario.target import Target, cwd_problem, fill, phase_limit, placeholders
 from chaos.secrets import register_env
 from chaos.world.model_server import ModelServer
 from chaos.world.sandbox import Sandbox, make_sandbox
@@ -100,12 +100,7 @@ class World:
 
     @property
     def phase_limit(self) -> float:
-        """Seconds a phase may take: the scenario's, and where its fault withholds an answer, long enough
-        for the agent's declared deadline to end the attempt and its retry (never a timeout blamed on an
-        agent that waits as long as it says)."""
-        if self.deadline is None or not self.scenario.withholds_answer():
-            return self.scenario.timeout
-        return max(self.scenario.timeout, 2 * self.deadline + 10)
+        return phase_limit(self.scenario, self.target)
 
     def env(self, config: Configuration, gates: list[str]) -> dict[str, str]:
         values = self.values(config)
