@@ -80,7 +80,7 @@ def _synced_intents(ev: Evidence) -> list[str] | None:
         return None
     unsynced = []
     for phase in watched:
-        written = phase.log_written if phase.log_written is not None else phase.log_after
+        written = phase.written
         lines = ev.ledger[phase.ledger_before : phase.ledger_before + len(phase.synced_at_ledger or [])]
         for entry, durable in zip(lines, phase.synced_at_ledger or [], strict=False):
             if entry["phase"] != "start" or not entry.get("pending"):

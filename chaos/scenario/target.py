@@ -242,6 +242,7 @@ def load_target(path: Path) -> Target:
         compaction=compact is not None,
     )
     able.done(GUIDE)
+    takes_deadline = _takes_deadline(start, resume, compact, env)
     target = Target(
         path=path,
         name=top.take("name", str, path.stem),
@@ -260,8 +261,8 @@ def load_target(path: Path) -> Target:
         capabilities=capabilities,
         store=store,
         fixtures=_fixtures(top, path),
-        request_deadline=_deadline(top, start, resume, compact, env),
-        takes_deadline=_takes_deadline(start, resume, compact, env),
+        request_deadline=_deadline(top, takes_deadline),
+        takes_deadline=takes_deadline,
     )
     top.take("description", str, "")
     top.done(GUIDE)
@@ -272,8 +273,9 @@ def phase_limit(scenario: Scenario, target: Target) -> float:
     """Seconds a phase of ``scenario`` may take against ``target``: the scenario's, and where its fault
     withholds an answer, long enough for the agent's declared deadline to end the attempt and its retry
     (never a timeout blamed on an agent that waits as long as it says)."""
-    deadline = target.deadline(scenario.withholds_answer())
-    if deadline is None or not scenario.withholds_answer():
+    withheld = scenario.withholds_answer()
+    deadline = target.deadline(withheld)
+    if deadline is None or not withheld:
         return scenario.timeout
     return max(scenario.timeout, 2 * deadline + 10)
 
@@ -283,13 +285,12 @@ def _takes_deadline(*templates: list[str] | dict[str, str] | None) -> bool:
     return any("{request_deadline}" in part for part in parts)
 
 
-def _deadline(
-    top: Table, start: list[str], resume: list[str], compact: list[str] | None, env: dict[str, str]
-) -> float | None:
+def _deadline(top: Table, passed: bool) -> float | None:
     """``request_deadline``: how long the agent waits for one model answer. Declared, chaos knows what a
-    withheld answer costs; passed as ``{request_deadline}``, chaos shortens it where a fault withholds one."""
+    withheld answer costs; passed as ``{request_deadline}`` (``passed``), chaos shortens it where a fault
+    withholds one."""
     if "request_deadline" not in top.data:
-        if _takes_deadline(start, resume, compact, env):
+        if passed:
             top.fail(
                 "request_deadline",
                 "is missing: the target passes {request_deadline}, so declare the agent's everyday deadline "
