@@ -30,8 +30,6 @@ if TYPE_CHECKING:
         explore,
         merge,
         run,
-        store_run,
-        store_sweep,
         sweep,
     )
     from chaos.case.verdict import Verdict
@@ -111,7 +109,5 @@ __all__ = [
     "plan_recovery",
     "reduce",
     "run",
-    "store_run",
-    "store_sweep",
     "sweep",
 ]

@@ -19,17 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from chaos.bundled import frameworks_folder, scenario_names, scenario_path, scenarios_folder
-from chaos.case.record import default_folder, outputs_writable, writable
+from chaos.case.record import outputs_writable, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
-from chaos.case.store import StoreCase, run_store_case
 from chaos.case.verdict import Verdict
 from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.drive import Pause
 from chaos.doctor.diagnosis import Diagnosis, diagnose
 from chaos.doctor.probes import PROBES
-from chaos.doctor.store import diagnose_store
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.hooks import AfterCase, Judge
@@ -43,13 +41,11 @@ from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
-from chaos.scenario.target import STORE_FAULTS, Target, find_target, load_target, store_mismatch
+from chaos.scenario.target import Target, find_target, load_target, store_mismatch
 from chaos.sweep.recheck import Change
 from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
 from chaos.sweep.settings import Settings
-from chaos.sweep.store import StoreSweep
-from chaos.sweep.store import store_sweep as store_sweep_cases
 from chaos.triage.groups import read_baseline
 from chaos.world.recorder import Upstream
 
@@ -119,70 +115,18 @@ def run(
     """
     loaded = load(scenario)
     chosen = target_of(target, loaded)
-    if chosen.store is not None:
-        raise UsageError(f"{chosen.path}: a framework agent, judged on its store: use store_run()")
     mismatch = store_mismatch(loaded, chosen)
+    if mismatch is None and pause is not None and chosen.store is not None:
+        mismatch = f"--pause is not available for a framework's store ({chosen.name}) yet"
     if mismatch is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
-    never = loaded.unreachable() if loaded.expect.must_reach else None
+    never = loaded.unreachable(own_effects=chosen.store is not None) if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
     if results is not None:
         writable(results, "--results")
     ABORT.clear()  # an earlier interrupted run or sweep of this process does not stop this one
     return run_case(loaded, chosen, target_env or {}, results, timeout, pause, tuple(judges))
-
-
-def store_run(
-    scenario: ScenarioRef,
-    target: TargetRef | None = None,
-    *,
-    target_env: dict[str, str] | None = None,
-    results: Path | None = None,
-    timeout: float | None = None,
-) -> StoreCase:
-    """One crash cycle of a framework agent (a target with a ``[store]``), judged on its store against
-    the uninterrupted run of the same scenario. Raises ``UsageError`` when the scenario's crash is not
-    one that lands on a store."""
-    loaded = load(scenario)
-    chosen = target_of(target, loaded)
-    if chosen.store is None:
-        raise UsageError(f"{chosen.path}: the target has no [store] table; use run() for a session-log agent")
-    mismatch = store_mismatch(loaded, chosen)
-    if mismatch is not None:
-        raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
-    if timeout is not None:
-        loaded = replace(loaded, timeout=timeout)
-    return run_store_case(loaded, chosen, None, results or default_folder(loaded), target_env)
-
-
-def store_sweep(
-    scenarios: Sequence[ScenarioRef] = (),
-    target: TargetRef | None = None,
-    *,
-    results: Path = Path("results/sweep"),
-    jobs: int = 1,
-    target_env: dict[str, str] | None = None,
-    timeout: float | None = None,
-    faults: Sequence[str] = ("kill",),
-) -> StoreSweep:
-    """Crash a framework agent at every commit of its store and every in-flight moment of each scenario
-    (default: the bundled framework scenarios), with each of ``faults`` (``kill``, ``power-loss``) where
-    it lands; failures grouped by cause, one report each under ``results/failures``, ``summary.json``
-    beside them."""
-    unknown = [f for f in faults if f not in STORE_FAULTS]
-    if unknown:
-        raise UsageError(
-            f"--fault {unknown[0]}: a framework's store is crashed with {', '.join(STORE_FAULTS)}"
-        )
-    refs = list(scenarios) or [frameworks_folder()]
-    loaded = load_all(refs)
-    chosen = target_of(target, loaded[0])
-    if chosen.store is None:
-        raise UsageError(
-            f"{chosen.path}: the target has no [store] table; use sweep() for a session-log agent"
-        )
-    return store_sweep_cases(loaded, chosen, results, jobs, target_env, timeout, tuple(faults))
 
 
 @dataclass
@@ -203,8 +147,6 @@ def check_target(ref: TargetRef, results: Path | None = None, timeout: float = 2
     """Run ``ref`` on the doctor's small worlds: is it usable by ``sweep``, and if not, why."""
     target = target_of(ref, PROBES[0], option="TARGET")
     folder = results or Path("results") / "target-check" / f"{target.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if target.store is not None:
-        return diagnose_store(target, folder, timeout)
     return diagnose(target, folder, timeout)
 
 
@@ -307,9 +249,12 @@ def check_fixtures(corpus: Path) -> list[FixtureVerdict]:
         raise UsageError(str(err)) from None
 
 
-def default_scenarios() -> list[Path]:
-    """``./scenarios`` when there is one, else the bundled scenarios."""
+def default_scenarios(target: TargetRef | None = None) -> list[Path]:
+    """``./scenarios`` when there is one, else the bundled scenarios (the framework ones for a target
+    judged on its store)."""
     local = Path("scenarios")
+    if target is not None and target_of(target).store is not None:
+        return [frameworks_folder()]
     return [local if local.is_dir() else scenarios_folder()]
 
 
@@ -354,14 +299,8 @@ def sweep(
     settings = _settings(settings, options)
     outputs_writable(settings.results, mine, junit, write_baseline)
     known = read_baseline(baseline) if baseline is not None else None
-    loaded = load_all(list(scenarios) or default_scenarios())
+    loaded = load_all(list(scenarios) or default_scenarios(target))
     targets = {id(s): target_of(target, s) for s in loaded}
-    framework = sorted({t.name for t in targets.values() if t.store is not None})
-    if framework:
-        raise UsageError(
-            f"{', '.join(framework)}: framework agents, judged on their stores; sweep them with --target NAME "
-            "(chaos.api.store_sweep)"
-        )
     miner = Miner(mine) if mine is not None else None
     hooks: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
     run = Sweep(settings, hooks, (*after, *((miner.mine,) if miner else ())))

@@ -25,16 +25,14 @@ import pytest
 from chaos.case.record import slug
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
-from chaos.case.store import run_store_case
 from chaos.errors import Skipped, SpecError
 from chaos.fault import FAULTS
 from chaos.report.console import render
 from chaos.report.text import printable
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash, Scenario
-from chaos.scenario.target import Target, find_target, load_target, store_mismatch
+from chaos.scenario.target import Target, find_target, load_target
 from chaos.sweep.boundaries import phase_boundaries
-from chaos.sweep.store import boundaries_of
 from chaos.triage.failure import failure_of
 
 
@@ -112,16 +110,11 @@ class ChaosScenario(pytest.File):
         if cache.exists():
             return [Boundary.parse(text) for text in orjson.loads(cache.read_bytes())]
         folder = results / "collect" / f"{scenario.name}-{key}"
-        if target.store is not None:  # a framework agent: the boundaries of its store's clean run
-            boundaries = boundaries_of(
-                run_store_case(scenario.with_crash(None), target, None, folder, env).evidence
-            )
-        else:
-            try:
-                clean = run_case(scenario.with_crash(None), target, env, folder)
-            except Skipped:
-                return []  # every case of it is skipped, each with its reason
-            boundaries = phase_boundaries(clean.evidence.start)
+        try:
+            clean = run_case(scenario.with_crash(None), target, env, folder)
+        except Skipped:
+            return []  # every case of it is skipped, each with its reason
+        boundaries = phase_boundaries(clean.evidence.start)
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(orjson.dumps([str(b) for b in boundaries]))
@@ -146,9 +139,6 @@ class ChaosCase(pytest.Item):
             Path(self.config.getoption("chaos_results")) / "cases" / slug(f"{scenario.name}-{self.name}", 150)
         )
         case = scenario if self.as_written else scenario.with_crash(self.crash)
-        if target.store is not None:
-            self._run_store(case, target, folder)
-            return
         try:
             verdict = run_case(case, target, _env(self.config), folder)
         except Skipped as why:
@@ -161,18 +151,6 @@ class ChaosCase(pytest.Item):
                 f"here: {verdict.failed[0].text()}",
             ]
             raise ChaosFinding("\n".join(printable(line) for line in head) + "\n" + render(verdict))
-
-    def _run_store(self, case: Scenario, target: Target, folder: Path) -> None:
-        """A framework agent's case, judged on its store against the scenario's uninterrupted run."""
-        mismatch = store_mismatch(case, target)
-        if mismatch is not None:
-            pytest.skip(mismatch)
-        done = run_store_case(case, target, None, folder, _env(self.config))
-        if not done.ok:
-            lines = [f"[{check}] {p.key}: {p.text}" for check, p in done.failures()]
-            raise ChaosFinding(
-                "\n".join(printable(line) for line in [f"reproduce: {done.reproduce()}", *lines])
-            )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ChaosFinding):

@@ -82,6 +82,16 @@ def _append_again(evidence: Evidence) -> None:
     again.log_after += b'{"kind":"usage"}\n'
 
 
+def _store_run(bug: str, crash: str = "") -> list[Check]:
+    """The store agent (``tests/agents/store_agent.py``, a framework agent judged on its own store) with
+    one of its bug switches, on the bundled framework scenario."""
+    scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
+    scenario = scenario.with_crash(Crash(Boundary.parse(crash)) if crash else None)
+    folder = WORK[0] / f"store-{bug}-{len(list(WORK[0].iterdir()))}"
+    target = load_target(TARGETS / "store-agent.toml")
+    return run_case(scenario, target, {"STORE_AGENT_BUG": bug}, folder).checks
+
+
 def _liar(tmp: Path) -> list[Check]:
     liar = tmp / "liar.py"
     liar.write_text("import json\nprint(json.dumps({'ok': True, 'state': {}}))\n")
@@ -121,6 +131,11 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "processes": lambda t: _run("section8-read-replay", target="leaves-daemon"),
     "sandbox": lambda t: _run("section8-read-replay", target="writes-outside"),
     "oracle-agrees": _liar,
+    "effect-after-durable-call": lambda t: _store_run("effect-first"),
+    "effects-as-declared": lambda t: _store_run("rerun", crash="effect-done[effect=deploy]"),
+    "store-consistent": lambda t: _store_run("duplicate-output"),
+    "same-outcome": lambda t: _store_run("no-final"),
+    "resume-adds-nothing": lambda t: _store_run("again-asks"),
 }
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from chaos import api
+from chaos.api import SweepResult
+from chaos.case.verdict import Verdict
 from chaos.scenario.model import Boundary, Crash
-from chaos.sweep.store import StoreSweep
 from tests.conftest import REPO, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
@@ -43,19 +44,25 @@ agents_sdk = _needs("agents")
 pytestmark = [pytest.mark.slow, needs_ptrace]
 
 
-def _causes(done: StoreSweep) -> dict[str, str]:
-    return {g.cause: g.check for g in done.groups}
+def _causes(done: SweepResult) -> dict[str, str]:
+    """Each failing check of any case, by its cause (the words failures are grouped by)."""
+    return {c.cause: c.id for r in done.summary.findings for c in r.failed}
 
 
-def _all_exact(done: StoreSweep) -> None:
-    landed = [c for c in done.cases if c.reached]
-    assert len(landed) == len(done.cases) - 1, [c.boundary for c in done.cases if not c.reached]
-    assert all(c.exact for c in landed), [c.boundary for c in landed if not c.exact]
+def _all_exact(done: SweepResult) -> None:
+    results = done.summary.results
+    landed = [r for r in results if r.start is not None and r.start.reached]
+    assert len(landed) == len(results) - 1, [r.case for r in results if r not in landed]
+    assert all(r.exact for r in landed), [r.case for r in landed if not r.exact]
+
+
+def _problems(verdict: Verdict) -> list[str]:
+    return [c.cause for c in verdict.failed]
 
 
 @langgraph
 def test_langgraph_async_runs_effects_before_they_are_durable_and_repeats_them(tmp_path: Path) -> None:
-    done = api.store_sweep([SLOW], "langgraph-async", results=tmp_path, jobs=2)
+    done = api.sweep([SLOW], "langgraph-async", results=tmp_path, jobs=2)
     causes = _causes(done)
     assert (
         causes["effect deploy ran before its tool call was durable in the store"]
@@ -63,10 +70,11 @@ def test_langgraph_async_runs_effects_before_they_are_durable_and_repeats_them(t
     )
     repeated = "effect deploy repeated under a new call id (at least once with a stable id declared)"
     assert causes[repeated] == "effects-as-declared"
-    assert len(done.groups) == 2, causes  # one failure per cause, however many commits show it
+    # one failure, however many commits show it: the repeat under a new id is its consequence (the call
+    # was never durable), and every case, the uninterrupted one first, shows the cause
+    assert [g.check for g in done.summary.groups] == ["effect-after-durable-call"], causes
     _all_exact(done)
-    reports = sorted((tmp_path / "failures").glob("*.md"))
-    assert len(reports) == 2 and "Reproduce:" in reports[0].read_text()
+    assert "effect deploy ran before its tool call was durable" in (tmp_path / "report.html").read_text()
 
 
 @langgraph
@@ -86,6 +94,9 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
             str(tmp_path),
             "--junit",
             str(tmp_path / "junit.xml"),
+            "--keep-all",
+            "--mine",
+            "none",
         ],
         capture_output=True,
         text=True,
@@ -93,48 +104,45 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
     )
     assert out.returncode == 0, out.stdout + out.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["distinctFailures"] == 0 and summary["kills"] >= 12
-    assert summary["exactKills"] == summary["kills"]
+    assert summary["distinct"] == 0 and summary["reached"] >= 12
+    assert summary["exact"] == summary["reached"]
     assert 'failures="0"' in (tmp_path / "junit.xml").read_text()
-    repeated = [r for r in summary["results"] if len([e for e in r["effects"] if e["phase"] == "start"]) > 1]
+    ledgers = [json.loads(p.read_text()) for p in (tmp_path / "cases").glob("*/ledger.json")]
+    repeated = [ledger for ledger in ledgers if len([e for e in ledger if e["phase"] == "start"]) > 1]
     assert repeated, "no crash made LangGraph run the deploy again: the sweep shows nothing of at-least-once"
-    assert all(len({e["callId"] for e in r["effects"]}) == 1 for r in repeated)
+    assert all(len({e["callId"] for e in ledger}) == 1 for ledger in repeated)
 
 
 @langgraph
 def test_a_users_graph_declared_at_most_once_is_flagged(tmp_path: Path) -> None:
     scenario = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
-    case = api.store_run(
-        scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path
-    )
-    assert case.exact
-    problems = [p.key for j in case.judged for p in j.problems]
-    assert problems == ["effect deploy ran more than once (at most once declared)"], problems
+    verdict = api.run(scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path)
+    assert verdict.evidence.start.exact
+    assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]
 
 
 @agents_sdk
 def test_the_agents_sdk_runs_effects_before_the_call_is_durable(tmp_path: Path) -> None:
-    case = api.store_run(api.load(ONE).with_crash(None), "openai-agents", results=tmp_path)
-    failed = {j.id: [p.key for p in j.problems] for j in case.judged if not j.ok}
+    verdict = api.run(api.load(ONE).with_crash(None), "openai-agents", results=tmp_path)
+    failed = {c.id: c.cause for c in verdict.failed}
     assert failed == {
-        "effect-after-durable-call": ["effect deploy ran before its tool call was durable in the store"]
+        "effect-after-durable-call": "effect deploy ran before its tool call was durable in the store"
     }
     again = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
-    case = api.store_run(again, "openai-agents", results=tmp_path / "running")
-    assert case.exact
-    assert "effect deploy ran more than once (at most once declared)" in [
-        p.key for j in case.judged for p in j.problems
-    ]
+    verdict = api.run(again, "openai-agents", results=tmp_path / "running")
+    assert verdict.evidence.start.exact
+    assert "effect deploy ran more than once (at most once declared)" in _problems(verdict)
 
 
 @agents_sdk
 def test_an_approved_tool_runs_again_from_the_saved_run_state(tmp_path: Path) -> None:
-    done = api.store_sweep([ONE], "openai-agents-approval", results=tmp_path, jobs=2)
+    done = api.sweep([ONE], "openai-agents-approval", results=tmp_path, jobs=2, keep_all=True)
     causes = _causes(done)
     assert causes["effect deploy ran more than once (at most once declared)"] == "effects-as-declared"
     assert causes["two outputs for one tool call in the final store"] == "store-consistent"
-    twice = next(g for g in done.groups if g.cause.startswith("two outputs"))
-    ids = {e.get("callId") for e in twice.first.evidence.effects()}
+    twice = next(r for r in done.summary.findings if any(c.id == "store-consistent" for c in r.failed))
+    ledger = json.loads((Path(twice.folder) / "ledger.json").read_text())
+    ids = {e.get("callId") for e in ledger if e["phase"] == "start"}
     assert len(ids) == 1, "the approved call ran twice under its one id, from the saved RunState"
     _all_exact(done)
 

@@ -135,11 +135,23 @@ class Record:
                 path.unlink()
 
     def keep(self, phase: Phase) -> None:
-        """Save a phase's log at once (a crash prefix before anything else touches it), and scrub the
-        outputs its process wrote (``chaos.secrets``)."""
-        write(self.folder / log_file(phase), phase.log_after)
+        """Save a phase's log (or a framework's store files) at once (a crash prefix before anything else
+        touches it), and scrub the outputs its process wrote (``chaos.secrets``)."""
+        if phase.view_after is not None:
+            self._keep_store(phase)
+        else:
+            write(self.folder / log_file(phase), phase.log_after)
         for stream in ("stdout", "stderr"):
             scrub_file(self.folder / f"{phase.name}.{stream}")
+
+    def _keep_store(self, phase: Phase) -> None:
+        """A framework's store as a crash left it, file by file: ``prefix/`` for the start, and
+        ``resume-N-prefix/`` for a recovery crashed again (a binary database is kept as it is)."""
+        if phase.kind is PhaseKind.START or phase.killed:
+            where = self.folder / ("prefix" if phase.kind is PhaseKind.START else f"{phase.name}-prefix")
+            for name, data in phase.store_files.items():
+                (where / name).parent.mkdir(parents=True, exist_ok=True)
+                (where / name).write_bytes(data)
 
     def _oracle(self, name: str, log: bytes, current: dict[str, Any] | None) -> None:
         reducer = Reducer.of(log)
@@ -152,12 +164,14 @@ class Record:
         write(self.folder / "target.toml", evidence.target.path.read_bytes())
         if evidence.current is not None:
             dump(self.folder / "current.json", evidence.current)
+        dump(self.folder / "requests.json", evidence.requests)
+        dump(self.folder / "ledger.json", evidence.ledger)
+        if evidence.on_store:
+            return  # the store's files are its record (``_keep_store``): there is no log to reduce
         self._oracle("prefix", evidence.prefix, evidence.current)
         if evidence.resumes:
             write(self.folder / "final.jsonl", evidence.final)
             self._oracle("final", evidence.final, evidence.current)
-        dump(self.folder / "requests.json", evidence.requests)
-        dump(self.folder / "ledger.json", evidence.ledger)
         previous = b""
         for phase in evidence.phases:  # what a phase started from, where it is not the log before it left
             stem = log_file(phase).removesuffix(".jsonl")

@@ -15,7 +15,7 @@ from chaos.cycle.drive import Pause, drive_cycle
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped
 from chaos.scenario.model import Scenario
-from chaos.scenario.target import Target, unmet
+from chaos.scenario.target import Target, store_mismatch, unmet
 
 # Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
 Hook = Callable[[Evidence, Path], list[Check]]
@@ -29,11 +29,16 @@ def run_case(
     timeout: float | None = None,
     pause: Pause | None = None,
     hooks: tuple[Hook, ...] = (),
+    clean: Evidence | None = None,
 ) -> Verdict:
     """Run one crash cycle and record it; the verdict says whether every check held.
 
+    A framework agent's store is judged against the uninterrupted run of the same scenario: ``clean``
+    (a sweep's clean run), else run here, into the case's ``clean`` folder.
     Raises ``Skipped`` (before anything runs) when the scenario needs what the target does not declare."""
-    unmet_need = unmet(scenario, target, lambda: tool_names(target, dict(extra_env or {})))
+    unmet_need = store_mismatch(scenario, target) or unmet(
+        scenario, target, lambda: tool_names(target, dict(extra_env or {}))
+    )
     if unmet_need is not None:
         raise Skipped(unmet_need)
     if timeout is not None:
@@ -43,6 +48,10 @@ def run_case(
     record.clear()  # a reused folder: no earlier run's phase files stay beside this one's
     began = time.monotonic()
     evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
+    if evidence.on_store:
+        evidence.clean = clean or (
+            evidence if scenario.crash is None else clean_run(scenario, target, extra_env, folder / "clean")
+        )
     with timed(evidence.timings, "record"):
         record.write_evidence(scenario, evidence)
     with timed(evidence.timings, "checks"):
@@ -53,3 +62,9 @@ def run_case(
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json(), verdict.reproduce())
     return verdict
+
+
+def clean_run(scenario: Scenario, target: Target, extra_env: dict[str, str] | None, folder: Path) -> Evidence:
+    """The scenario run without a crash: what a framework agent's resumed run must end like."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return drive_cycle(scenario.with_crash(None), target, dict(extra_env or {}), folder)

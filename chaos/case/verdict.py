@@ -25,7 +25,8 @@ def landing(phase: Phase) -> str:
         return "exactly at the boundary"
     if phase.mechanism == "world":
         return "after the world let the boundary go (not exact)"
-    return f"{phase.late_facts} committed fact(s) after the boundary"
+    late = "commit(s) begun" if phase.view_after is not None else "committed fact(s)"
+    return f"{phase.late_facts} {late} after the boundary"
 
 
 @dataclass

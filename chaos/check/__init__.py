@@ -1,4 +1,5 @@
-"""The checks of one crash cycle, one module per concern, each pure over the cycle's ``Evidence``.
+"""The checks of one crash cycle, one module per concern, each pure over the cycle's ``Evidence``
+(a session log's, or a framework store's: each concern says which it reads).
 
 Each concern module declares its checks (``CATALOG``: id -> what it
 guarantees) next to the code that judges them (``judge``). ``CONCERNS`` is
@@ -16,11 +17,43 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chaos.check import context, crash, effects, log, oracles, processes, recovery, requests, writers
+from chaos.check import (
+    context,
+    crash,
+    declared,
+    durable_call,
+    effects,
+    finished,
+    log,
+    oracles,
+    paired,
+    processes,
+    recovery,
+    requests,
+    same_outcome,
+    writers,
+)
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 
-CONCERNS = (crash, processes, writers, log, recovery, effects, requests, context, oracles)
+# Each concern says what it reads (``NEEDS``): a session log, a framework's store (its adapter's view and
+# the uninterrupted run of the same scenario), or any agent's requests and effects.
+CONCERNS = (
+    crash,
+    processes,
+    writers,
+    log,
+    recovery,
+    effects,
+    durable_call,
+    declared,
+    paired,
+    requests,
+    same_outcome,
+    finished,
+    context,
+    oracles,
+)
 CATALOG = {check_id: line for concern in CONCERNS for check_id, line in concern.CATALOG.items()}
 ORDER = {check_id: n for n, check_id in enumerate(CATALOG)}
 
@@ -52,8 +85,14 @@ SYMPTOMS = {
 
 def check_all(ev: Evidence) -> list[Check]:
     """Every check of the cycle, in catalog order, symptoms of a failed cause not judged."""
+    reads = ("store", "any") if ev.on_store else ("log", "any")
     checks = sorted(
-        (check for concern in CONCERNS if concern is not oracles for check in concern.judge(ev)),
+        (
+            check
+            for concern in CONCERNS
+            if concern is not oracles and concern.NEEDS in reads
+            for check in concern.judge(ev)
+        ),
         key=lambda c: ORDER[c.id],
     )
     return symptoms_of_causes(checks)

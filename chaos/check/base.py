@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chaos.cycle.evidence import Evidence
+    from chaos.process.phase import Phase
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,53 @@ class Check:
         """How every report words a check: its name and, when it failed, what was expected and got."""
         if self.unjudged:
             return f"{self.name}: not judged: {self.unjudged}"
-        return self.name if self.ok else f"{self.name}: expected {self.expected}, got {self.got}"
+        if self.ok:
+            return self.name
+        return (
+            f"{self.name}: expected {self.expected}, got {self.got}"
+            if self.expected
+            else f"{self.name}: {self.got}"
+        )
 
     @property
     def mark(self) -> str:
         return "○" if self.unjudged else "✓" if self.ok else "✗"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing a check found wrong: ``key`` the cause in words that are the same wherever it happens
+    (what failures are grouped by), ``text`` this case's particulars (call ids, phases)."""
+
+    key: str
+    text: str
+
+
+class NotJudged(Exception):
+    """A check that cannot judge this case (it says why): shown as not judged, never as passed."""
+
+
+def judged(id: str, name: str, find: Callable[[], list[Problem]]) -> list[Check]:
+    """A check that finds problems: one failed ``Check`` per problem (its key the cause), one that held
+    when there is none, one not judged when ``find`` raises ``NotJudged``."""
+    try:
+        problems = find()
+    except NotJudged as why:
+        return [Check.skip(id, name, str(why))]
+    return [Check(id, name, False, got=f"{p.key}: {p.text}", cause=p.key) for p in problems] or [
+        Check(id, name, True)
+    ]
+
+
+def effect_key(entry: dict[str, Any]) -> str:
+    """An effect as a person names it: its name and what it acted on (``deploy web``)."""
+    return " ".join([str(entry["effect"]), *map(str, entry.get("detail", []))])
+
+
+def phase_of(ev: Evidence, line: int) -> Phase:
+    """The phase that wrote ledger line ``line`` (0-based)."""
+    owner = ev.phases[0]
+    for phase in ev.phases:
+        if phase.ledger_before <= line:
+            owner = phase
+    return owner

@@ -17,6 +17,7 @@ from chaos.contract.reading import facts, reduced
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase, PhaseKind
 
+NEEDS = "log"  # a session log (``chaos.check.check_all``)
 CATALOG = {
     "intent-before-effect": "no effect ran before its toolStarted was durable",
     "intent-synced": "no effect ran before its toolStarted was synced to disk (where the tracer saw the syncs)",

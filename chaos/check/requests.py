@@ -16,6 +16,7 @@ from chaos.contract.reading import facts
 from chaos.contract.shapes import USAGE_KEYS
 from chaos.cycle.evidence import Evidence
 
+NEEDS = "any"  # requests-valid judges any agent's requests; the rest read a session log
 CATALOG = {
     "requests-valid": "every model request is one the real provider accepts (calls and results paired by id, "
     "ids unique, required fields present: chaos.world.strict)",
@@ -103,6 +104,8 @@ def requests_valid(ev: Evidence) -> Check:
 
 
 def judge(ev: Evidence) -> list[Check]:
+    if ev.on_store:
+        return [requests_valid(ev)]
     most = max(ev.attempts_per_step.values(), default=0)
     third = Check(
         "third-attempt",

@@ -21,9 +21,7 @@ from chaos.cli.options import (
 from chaos.errors import EXIT_FINDING, EXIT_OK, Skipped, UsageError
 from chaos.fault import FAULTS
 from chaos.report.console import ask_at_pause, render
-from chaos.report.store import render_store_summary
 from chaos.scenario.model import Crash
-from chaos.triage.store import group
 
 DEMO = "section8-read-replay"
 
@@ -48,22 +46,6 @@ def run(args: argparse.Namespace) -> int:
     if args.persistence:
         scenario = replace(scenario, persistence=args.persistence)
     notice_polling()
-    target = api.target_of(args.target, scenario)
-    if target.store is not None:
-        if args.pause or args.persistence:
-            raise UsageError(
-                f"--pause and --persistence are not available for a framework's store ({target.name})"
-            )
-        case = api.store_run(
-            scenario,
-            target,
-            target_env=dict(args.target_env),
-            results=Path(args.results) if args.results else None,
-            timeout=args.timeout,
-        )
-        say(render_store_summary([case], group([case]), None))
-        say(f"  case: {case.folder}")
-        return EXIT_OK if case.ok else EXIT_FINDING
     try:
         verdict = api.run(
             scenario,

@@ -13,7 +13,6 @@ from chaos.case.record import outputs_writable
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
 from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, UsageError
-from chaos.report.store import render_store_summary, write_store_junit
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
 
@@ -21,8 +20,6 @@ from chaos.sweep.settings import Settings
 def sweep(args: argparse.Namespace) -> int:
     notice_polling()
     results = Path(args.results or "results/sweep")
-    if args.target is not None and api.target_of(args.target).store is not None:
-        return _store_sweep(args, results)
     mine = _mine(args, results)
     outputs_writable(results, mine, *(Path(p) if p else None for p in (args.junit, args.write_baseline)))
     say(
@@ -101,40 +98,6 @@ def tracked_files(folder: Path) -> list[str]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     return done.stdout.split() if done.returncode == 0 else []
-
-
-def _store_sweep(args: argparse.Namespace, results: Path) -> int:
-    """A framework agent's sweep: every commit of its store and every in-flight moment (kill, power-loss)."""
-    unavailable = [
-        option
-        for option, used in (
-            ("--depth 2", args.depth != 1),
-            ("--baseline", args.baseline or args.write_baseline),
-            ("--shard", args.shard != (1, 1)),
-            ("--resume", args.resume),
-            ("--oracle", args.oracle),
-            ("--budget", args.budget is not None),
-        )
-        if used
-    ]
-    if unavailable:
-        raise UsageError(
-            f"{', '.join(unavailable)}: not available for a framework's store yet (target {args.target})"
-        )
-    done = api.store_sweep(
-        args.scenarios,
-        args.target,
-        results=results,
-        jobs=args.jobs,
-        target_env=dict(args.target_env),
-        timeout=args.timeout,
-        faults=tuple(args.fault or ("kill",)),
-    )
-    if args.junit:
-        write_store_junit(Path(args.junit), done.cases, done.groups, done.seconds)
-    say(render_store_summary(done.cases, done.groups, results))
-    say(f"  summary: {results / 'summary.json'}")
-    return EXIT_OK if done.ok else EXIT_FINDING
 
 
 def merge(args: argparse.Namespace) -> int:

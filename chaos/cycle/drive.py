@@ -22,9 +22,11 @@ from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
+from chaos.process.commit_phase import execute_commit_phase
 from chaos.process.phase import Phase, PhaseKind, continue_phase, execute_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
+from chaos.store import Store, store_named
 from chaos.world.world import World, build_world
 
 Keep = Callable[[Phase], None]
@@ -155,6 +157,33 @@ def _go_on(
     return go_on
 
 
+SESSION = "chaos-session"  # the thread (session) id a framework agent is started and resumed with
+
+
+def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phases: list[Phase]) -> None:
+    """A framework agent's cycle (``chaos.process.commit_phase``): started, crashed at a commit or in
+    flight, resumed until a resume ends by itself (crashing the first at ``then_crash``), then once more."""
+    scenario, target, limit = world.scenario, world.target, world.scenario.timeout
+
+    def run(phase: Phase, config: Configuration) -> Phase:
+        phases.append(execute_commit_phase(world, store, phase, config, limit, out, keep))
+        return phase
+
+    argv = world.argv(target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
+    start = run(Phase(PhaseKind.START, argv, scenario.crash), scenario.start)
+    config = scenario.start.then(scenario.change)
+    resume = world.argv(target.resume, config, session_id=store.session_id(start.store_files) or SESSION)
+    if scenario.crash is not None and start.killed:
+        crash, index = scenario.then_crash, 1
+        while not phases[-1].timed_out:
+            phase = run(Phase(PhaseKind.RESUME, resume, crash, index), config)
+            if not (crash and phase.reached):
+                break
+            crash, index = None, index + 1
+    if not phases[-1].timed_out:
+        run(Phase(PhaseKind.AGAIN, resume), config)
+
+
 def drive_cycle(
     scenario: Scenario,
     target: Target,
@@ -163,12 +192,26 @@ def drive_cycle(
     keep: Keep | None = None,
     pause: Pause | None = None,
 ) -> Evidence:
-    """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``."""
+    """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``. A target
+    with a ``[store]`` is driven at the commits of its store, and read through its adapter."""
     timings: dict[str, float] = {}
     with timed(timings, "world"):
         world = build_world(scenario, target, extra_env)
+    if target.store is not None:  # a real provider gives fresh call ids; no session log to read attempts
+        world.server.fresh_ids, world.server.attempt_of = True, None
     phases: list[Phase] = []
     try:
+        if target.store is not None:
+            _store_cycle(world, store_named(target.store.kind), out, keep, phases)
+            return Evidence(
+                scenario,
+                target,
+                extra_env,
+                phases,
+                None,
+                read_ledger(world.box.ledger),
+                world.server.request_log(),
+            )
         limit = world.phase_limit
         argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
         if scenario.operation == "compaction":

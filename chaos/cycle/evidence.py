@@ -18,6 +18,7 @@ from chaos.contract.framing import committed_length
 from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
+from chaos.store import View
 
 
 @contextmanager
@@ -41,6 +42,37 @@ class Evidence:
     requests: list[dict[str, Any]] = field(default_factory=list)  # the model server's request log
     attempts_per_step: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part of the cycle (bench/sweep.py)
+    # The same scenario run without a crash, for checks that compare a framework's store with it (set by
+    # the case: ``chaos.case.run``); a case without a crash is its own.
+    clean: Evidence | None = None
+
+    @property
+    def on_store(self) -> bool:
+        """Judged on a framework's store (its adapter's ``View``), not on a session log."""
+        return self.target.store is not None
+
+    @property
+    def view(self) -> View:
+        """The store as the last phase left it."""
+        return self.phases[-1].view_after or View()
+
+    @property
+    def crashed_phase(self) -> Phase | None:
+        """The first phase with a crash to land (the start, or a recovery crashed again)."""
+        return next((p for p in self.phases if p.crash is not None), None)
+
+    @property
+    def began(self) -> bool:
+        """The run's input was durable in the store when it crashed (or it did not crash): there is a run
+        to resume. A crash before that loses the run, and a resume that then does nothing is right."""
+        crashed = self.crashed_phase
+        return (
+            crashed is None or not crashed.killed or bool(crashed.view_after and crashed.view_after.started)
+        )
+
+    def effects(self, kind: str = "start") -> list[dict[str, Any]]:
+        """The ledger's lines of one kind: each effect's start (or done)."""
+        return [e for e in self.ledger if e["phase"] == kind]
 
     def _of(self, kind: PhaseKind) -> list[Phase]:
         return [p for p in self.phases if p.kind is kind]

@@ -18,6 +18,7 @@ promise on these small worlds (a finding).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +29,13 @@ from chaos.check.base import Check
 from chaos.check.recovery import derived_outcome
 from chaos.contract.reading import reduces
 from chaos.contract.reducer import Reducer
+from chaos.cycle.drive import said_last
 from chaos.doctor.probes import ABORT_PROBE, PROBES
 from chaos.errors import ConfigurationUnusable, UsageError
 from chaos.report.text import printable
+from chaos.scenario.model import Boundary, Crash, Scenario, Turn
 from chaos.scenario.target import Target
+from chaos.store import View
 
 
 @dataclass
@@ -147,6 +151,8 @@ def _failed(verdicts: list[Verdict], wanted: Callable[[Check], bool]) -> list[st
 
 def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     """Run the probes against ``target`` (results under ``folder``) and say what to change."""
+    if target.store is not None:
+        return _diagnose_store(target, folder, timeout)
     runs = Concern(
         "the start and resume commands run, and the agent writes its log where sessions says", True
     )
@@ -207,3 +213,58 @@ def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
                 f"{verdict.scenario.name}: {phase.name} exited {phase.returncode} without writing a log; "
                 f"see {verdict.folder / (phase.name + '.stderr')}"
             )
+
+
+HELLO = Scenario(prompt="Say hello.", turns=[Turn(text="Hello.")], name="store-hello")
+
+
+def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
+    """A framework agent, judged on its store: two small worlds with no tool in them (a user's graph has
+    tools of its own), one turn run to its end and the same turn crashed with its model request in
+    flight, then resumed."""
+    spec = target.store
+    assert spec is not None
+    runs = Concern(f"the start and resume commands run, and the agent keeps its store at {spec.path}", True)
+    exits = Concern("exit codes mean what [exit] says", True)
+    answer = Concern("the run, and its resume after a crash, end with the answer in the store", False)
+    again = Concern("resuming a finished run adds nothing", False)
+    clean = run_case(HELLO, target, folder=folder / "hello", timeout=timeout)
+    crashed = run_case(
+        HELLO.with_crash(Crash(Boundary("model-request"))),
+        target,
+        folder=folder / "hello-crashed",
+        timeout=timeout,
+        clean=clean.evidence,
+    )
+    for verdict in (clean, crashed):
+        _judge_store(verdict, runs, exits, answer, again)
+    return Diagnosis(target, [runs, exits, answer, again], folder)
+
+
+def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concern, again: Concern) -> None:
+    name = verdict.case
+    for phase in verdict.phases:
+        if phase.killed:
+            continue
+        if phase.timed_out:
+            runs.problems.append(f"{name}: {phase.name} never ended ({phase.seconds:.0f} s)")
+        elif phase.outcome is None:
+            said = said_last(verdict.folder / f"{phase.name}.stderr", 3)
+            exits.problems.append(
+                f"{name}: {phase.name} ({shlex.join(phase.argv)}) exited {phase.returncode}, "
+                "which [exit] does not name" + (f"; it said: {said}" if said else "")
+            )
+    start, spec = verdict.evidence.start.view_after or View(), verdict.target.store
+    assert spec is not None
+    if start.unreadable:
+        runs.problems.append(f"{name}: the store cannot be read: {start.unreadable}")
+    elif not verdict.evidence.start.killed and not start.started:
+        runs.problems.append(
+            f"{name}: the start left no run in the store at {spec.path} "
+            f"(store kind {spec.kind}); point [store] path at the file the agent writes"
+        )
+    for check in verdict.failed:
+        if check.id in ("same-outcome", "store-consistent", "requests-valid"):
+            answer.problems.append(f"{name}: {check.got}")
+        elif check.id == "resume-adds-nothing":
+            again.problems.append(f"{name}: {check.got}")

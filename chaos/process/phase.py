@@ -30,6 +30,7 @@ from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
 from chaos.scenario.model import Configuration, Crash
+from chaos.store import View
 from chaos.world.sandbox import sandbox_disk_full
 from chaos.world.world import World
 
@@ -72,6 +73,11 @@ class PhaseResult:
     wrote_early: bool = False
     ledger_before: int = 0
     synced_at_ledger: list[int] | None = None
+    # a framework's store (a target with a ``[store]``): items its view held before and after, and the
+    # commits the tracer saw complete (None: no store, or not traced)
+    store_before: int | None = None
+    store_after: int | None = None
+    commits: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}
@@ -165,6 +171,14 @@ class Phase:
     synced_at_ledger: list[int] | None = None
     ledger_before: int = 0
     frozen: TracedProcess | None = field(default=None, repr=False)  # paused (SIGSTOP), not yet let go on
+    # A framework's store (a target with a ``[store]``, ``chaos.store``) instead of a session log: its
+    # files the moment the process was gone, what they made durable before and after, the commits the
+    # tracer saw complete, and the tool calls durable at each write to the effect ledger.
+    store_files: dict[str, bytes] = field(default_factory=dict)
+    view_before: View | None = None
+    view_after: View | None = None
+    commits: int | None = None
+    calls_at_ledger: list[list[str]] | None = None
 
     @property
     def name(self) -> str:
@@ -215,6 +229,9 @@ class Phase:
             log_after=len(self.log_after),
             requests=self.requests[1] - self.requests[0],
             written=None if self.log_written is None else len(self.log_written),
+            store_before=None if self.view_before is None else self.view_before.items,
+            store_after=None if self.view_after is None else self.view_after.items,
+            commits=self.commits,
             **{name: getattr(self, name) for name in KEPT},
         )
 
@@ -224,7 +241,7 @@ def _effect_starts(ledger: list[dict[str, Any]]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Before:
+class Before:
     """What the world had seen when a phase started, to tell what the phase itself did."""
 
     requests: int
@@ -234,14 +251,14 @@ class _Before:
     strays: frozenset[str]
 
     @classmethod
-    def of(cls, world: World) -> _Before:
+    def of(cls, world: World) -> Before:
         server, ledger = world.server, read_ledger(world.box.ledger)
         strays = frozenset(world.box.strays())
         return cls(len(server.requests), server.streams, len(ledger), len(_effect_starts(ledger)), strays)
 
 
-def _settle(
-    world: World, phase: Phase, proc: TracedProcess, started: float, ended: bool, before: _Before
+def settle(
+    world: World, phase: Phase, proc: TracedProcess, started: float, ended: bool, before: Before
 ) -> None:
     """What the phase's process did, once it is gone (or handed on, paused)."""
     own_faults(world, proc, phase.name)
@@ -275,7 +292,7 @@ def continue_phase(
     assert proc is not None
     paused.frozen = None
     phase.log_before = world.log()
-    before = _Before.of(world)
+    before = Before.of(world)
     phase.ledger_before = before.ledger
     started, exited = time.monotonic(), False
     try:
@@ -289,7 +306,7 @@ def continue_phase(
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
-    _settle(world, phase, proc, started, exited, before)
+    settle(world, phase, proc, started, exited, before)
     return phase
 
 
@@ -339,7 +356,7 @@ def execute_phase(
             f"and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: run it "
             "where ptrace is allowed"
         )
-    before = _Before.of(world)
+    before = Before.of(world)
     phase.ledger_before = before.ledger
     trigger = Trigger.arm(world, crash) if crash else None
     traps = (trigger is not None and trigger.durable) or (fault is not None and fault.traced)
@@ -378,7 +395,7 @@ def execute_phase(
             if waiting is not None and on_wait is not None and waiting():
                 waited = time.monotonic()
                 on_wait()  # another process acted meanwhile: this one's doings are counted from here
-                before = _Before.of(world)
+                before = Before.of(world)
                 phase.ledger_before = before.ledger
                 waiting, deadline = None, deadline + time.monotonic() - waited
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
@@ -399,7 +416,7 @@ def execute_phase(
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
-    _settle(world, phase, proc, started, exited or handed_on, before)
+    settle(world, phase, proc, started, exited or handed_on, before)
     if durability is not None:
         phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
     phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself

@@ -18,6 +18,7 @@ from chaos.contract.planner import ROWS
 from chaos.report.show import diff, diff_row, render, timeline
 from chaos.report.summary import Summary
 from chaos.report.text import printable
+from chaos.store import View
 from chaos.triage.groups import Group
 
 CSS = """
@@ -45,6 +46,11 @@ def view_of(verdict: Verdict) -> CaseView:
     """What the report shows of a case: the crash prefix's timeline with the kill point, and what
     recovery appended (rendered from the evidence in memory, kept in the journal)."""
     evidence = verdict.evidence
+    if evidence.on_store:  # a framework's store: what its adapter reads of the crash copy, and at the end
+        prefix, final = evidence.start.view_after or View(), evidence.view
+        text = "\n".join([*prefix.lines(), *([KILL] if verdict.scenario.crash else [])])
+        added = [f"+ {line}" for line in final.lines() if line not in prefix.lines()]
+        return CaseView(text, added if evidence.resumes else None)
     tl = timeline(evidence.prefix, evidence.current)
     last = tl.rows[-1].line if tl.rows else None
     text = render(tl, mark=last if verdict.scenario.crash else None)

@@ -375,9 +375,10 @@ class Scenario:
         agent's own request deadline is what ends the wait."""
         return any(c.kind.withholds for c in (self.crash, self.then_crash) if c is not None)
 
-    def unreachable(self) -> str | None:
+    def unreachable(self, own_effects: bool = False) -> str | None:
         """Why a crash of this scenario can never be reached, as its own script shows (a tool it never
-        calls, a length stop it never makes, an effect no file performs), or None when it may be."""
+        calls, a length stop it never makes, an effect no file performs, unless the agent performs effects with
+        tools of its own: ``own_effects``, a framework agent), or None when it may be."""
         names = sorted({c["name"] for turn in self.turns for c in turn.tool_calls})
         aborts = any("abort" in c.kind.needs for c in (self.crash, self.then_crash) if c is not None)
         for crash in (self.crash, self.then_crash):
@@ -403,7 +404,7 @@ class Scenario:
                 why = "no turn of the script fails (error or timeout), and nothing aborts"
             elif b.what in ("compactionStarted", "entry:compaction") and self.operation != "compaction":
                 why = 'the scenario compacts nothing (operation = "compaction")'
-            elif b.what.startswith("effect-") and not any(
+            elif b.what.startswith("effect-") and not own_effects and not any(
                 b.where["effect"] in f.content for f in self.files.values()
             ):
                 why = f"no workspace file performs the effect {b.where['effect']!r} ($CHAOS_EFFECT NAME)"

@@ -352,6 +352,8 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     """Why ``scenario`` as it stands cannot run against ``target`` (a capability it needs and the target
     lacks), or None when it can. ``tools`` gives the target's declared tools, asked only when needed."""
     for need in scenario.needs():
+        if need.startswith("tool:") and target.store is not None:
+            continue  # a framework agent's tools are its own code, not declared in its target file
         why = target.capabilities.lacks(need, tools() if need.startswith("tool:") else [])
         if why:
             return f"{scenario.name} needs {why}"

@@ -53,6 +53,15 @@ class View:
         """Outputs whose call the store does not hold."""
         return [o for o in self.outputs if o.call_id not in self.call_ids]
 
+    def lines(self) -> list[str]:
+        """What the store holds, one line an item a person reads (the report's crash prefix)."""
+        names = {c.id: c.name for c in self.calls}
+        out = [f"call {c.name} ({c.id}) {c.arguments}".rstrip() for c in self.calls]
+        out += [f"output of {names.get(o.call_id, '?')} ({o.call_id}): {o.text}" for o in self.outputs]
+        out += [f"final answer: {self.final}"] if self.final is not None else []
+        out += [f"unreadable: {self.unreadable}"] if self.unreadable else []
+        return out or ["(nothing durable)"]
+
     def duplicated_outputs(self) -> list[str]:
         """Call ids with more than one output."""
         return sorted(i for i, n in Counter(o.call_id for o in self.outputs).items() if n > 1)

@@ -12,10 +12,14 @@ from chaos.sweep.settings import Settings
 
 
 def phase_boundaries(phase: Phase) -> list[Boundary]:
-    """Every boundary one phase passed, counted within that phase (durable ones up to any corruption)."""
-    committed = reduced(phase.log_after).repaired_length
-    start = phase.committed_before
-    boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
+    """Every boundary one phase passed, counted within that phase: the durable ones (facts of a session log
+    up to any corruption, or each commit of a framework's store the tracer saw), then the in-flight ones."""
+    if phase.view_after is not None:
+        boundaries = [Boundary("commit", nth=k) for k in range(1, (phase.commits or 0) + 1)]
+    else:
+        committed = reduced(phase.log_after).repaired_length
+        start = phase.committed_before
+        boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
     requests = phase.requests[1] - phase.requests[0]
     boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
     boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.streams + 1)]

@@ -25,6 +25,7 @@ from chaos.case.record import Record, slug
 from chaos.case.result import CaseResult, append_journal, cut_torn_tail, read_journal, reported
 from chaos.case.run import Hook, run_case
 from chaos.case.verdict import Verdict
+from chaos.cycle.evidence import Evidence
 from chaos.errors import Skipped
 from chaos.process import phase as phases
 from chaos.report.html import view_of
@@ -46,6 +47,8 @@ class Sweep:
     after: tuple[Callable[[Verdict], object], ...] = ()  # e.g. mining, once judged
     results: dict[str, CaseResult] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)  # the budget ran out before these
+    # each scenario's uninterrupted run, what a framework agent's crash cases are judged against
+    cleans: dict[str, Evidence] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,7 +82,12 @@ class Sweep:
         s = self.settings
         try:
             scenario = s.space.scenario(case.as_run)
-            verdict = run_case(scenario, case.target, s.target_env, folder, s.timeout, hooks=self.hooks)
+            clean = self.cleans.get(case.scenario.name)
+            verdict = run_case(
+                scenario, case.target, s.target_env, folder, s.timeout, hooks=self.hooks, clean=clean
+            )
+            if case.crash is None and verdict.evidence.on_store:
+                self.cleans[case.scenario.name] = verdict.evidence
         except Skipped as why:
             result = CaseResult(
                 case.id,

@@ -73,11 +73,12 @@ class Divergence:
     planned: str | None  # the decision the agent broke, in words (None: the log does not reduce there)
     did: str  # what the agent did, in words
     shape: list[Any]  # the parts of the key
+    agent: bool = True  # ``did`` says what the agent did (else it is a whole sentence: a store's cause)
 
     def text(self) -> str:
         """In words, from the key's parts only (so the words are as stable as the key)."""
         if self.planned is None:
-            return f"the agent {self.did}"
+            return f"the agent {self.did}" if self.agent else self.did
         return f"the oracle planned {self.planned}; the agent {self.did}"
 
 
@@ -238,7 +239,7 @@ def failure_of(verdict: Verdict) -> Failure | None:
     about = first.id in _ABOUT_PLANS
     diverged = divergence(verdict.evidence, first.id, first.expected, first.got) if about else None
     if diverged is None and first.cause:
-        diverged = Divergence(None, first.cause, ["cause", first.cause])
+        diverged = Divergence(None, first.cause, ["cause", first.cause], not verdict.evidence.on_store)
     return Failure(first.id, diverged, where)
 
 

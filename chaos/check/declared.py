@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from chaos.check.store.base import Problem, StoreCheck, effect_key, phase_of
-from chaos.cycle.store import StoreEvidence
+from chaos.check.base import Check, Problem, effect_key, judged, phase_of
+from chaos.cycle.evidence import Evidence
 
 
-def _runs(evidence: StoreEvidence) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+def _runs(evidence: Evidence) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     runs: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for line, entry in enumerate(evidence.ledger):
         if entry["phase"] == "start":
@@ -22,9 +22,9 @@ def _runs(evidence: StoreEvidence) -> dict[str, list[tuple[int, dict[str, Any]]]
     return runs
 
 
-def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
+def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     problems = []
-    declared = evidence.spec.semantics
+    declared = evidence.target.store.semantics if evidence.target.store else "at-most-once"
     for key, runs in _runs(evidence).items():
         where = ", ".join(
             f"{phase_of(evidence, line).name} (call {e.get('callId', '?')})" for line, e in runs
@@ -55,6 +55,16 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
     return problems
 
 
-CHECK = StoreCheck(
-    "effects-as-declared", "effects run as the target declares (at most / at least once)", judge
-)
+NEEDS = "store"
+CATALOG = {
+    "effects-as-declared": "effects run as the target declares in [store] semantics (at most once, or at least once with one call id)"
+}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    clean = ev.clean or ev
+    return judged(
+        "effects-as-declared",
+        "effects run as the target declares (at most / at least once)",
+        lambda: _problems(ev, clean),
+    )

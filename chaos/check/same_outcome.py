@@ -4,12 +4,12 @@ effect the uninterrupted run did not have (how often each may run is ``effects-a
 
 from __future__ import annotations
 
-from chaos.check.store.base import Problem, StoreCheck, effect_key, resumes
-from chaos.cycle.store import StoreEvidence
+from chaos.check.base import Check, Problem, effect_key, judged
+from chaos.cycle.evidence import Evidence
 
 
-def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
-    ran = resumes(evidence) or evidence.phases[:1]
+def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
+    ran = evidence.recoveries or evidence.phases[:1]
     last = ran[-1]
     if last.killed:
         return []  # (a recovery crashed on purpose: the checks judge the resume after it)
@@ -31,7 +31,7 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
     ]
     if not evidence.began:
         return problems  # the crash came before the run's input was durable: there is no run to finish
-    expected, final = clean.final.final, evidence.final.final
+    expected, final = clean.view.final, evidence.view.final
     if final is None:
         problems.append(
             Problem("the resumed run ended without a final answer in the store", f"expected {expected!r}")
@@ -43,4 +43,14 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
     return problems
 
 
-CHECK = StoreCheck("same-outcome", "the resumed run ends as the uninterrupted run does", judge)
+NEEDS = "store"
+CATALOG = {
+    "same-outcome": "a framework agent's resumed run ends as the uninterrupted run does (completed, same final answer, no new effect)"
+}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    clean = ev.clean or ev
+    return judged(
+        "same-outcome", "the resumed run ends as the uninterrupted run does", lambda: _problems(ev, clean)
+    )

@@ -3,21 +3,21 @@ runs. A cron job or a supervisor that resumes whatever it finds must be harmless
 
 from __future__ import annotations
 
-from chaos.check.store.base import Problem, StoreCheck
-from chaos.cycle.store import StoreEvidence
-from chaos.process.phase import PhaseKind
+from chaos.check.base import Check, Problem, judged
+from chaos.cycle.evidence import Evidence
 
 
-def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
-    again = next((p for p in evidence.phases if p.kind is PhaseKind.AGAIN), None)
+def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
+    again = evidence.again
     if again is None:
         return []  # (the run never finished: the outcome check says why)
     problems = []
-    if again.after != again.before:
+    if again.view_after != again.view_before:
         problems.append(
             Problem(
                 "resuming a finished run changed the store",
-                f"{again.before.items} items before, {again.after.items} after",
+                f"{again.view_before.items if again.view_before else 0} items before, "
+                f"{again.view_after.items if again.view_after else 0} after",
             )
         )
     if again.requests[1] > again.requests[0]:
@@ -35,4 +35,12 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
     return problems
 
 
-CHECK = StoreCheck("resume-adds-nothing", "resuming a finished run adds nothing", judge)
+NEEDS = "store"
+CATALOG = {
+    "resume-adds-nothing": "resuming a framework agent's finished run changes nothing in the store, asks nothing, runs nothing"
+}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    clean = ev.clean or ev
+    return judged("resume-adds-nothing", "resuming a finished run adds nothing", lambda: _problems(ev, clean))

@@ -5,12 +5,12 @@ to one question."""
 
 from __future__ import annotations
 
-from chaos.check.store.base import Problem, StoreCheck
-from chaos.cycle.store import StoreEvidence
+from chaos.check.base import Check, Problem, judged
+from chaos.cycle.evidence import Evidence
 
 
-def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
-    final = evidence.final
+def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
+    final = evidence.view
     if final.unreadable:
         return [Problem("the final store cannot be read", final.unreadable)]
     problems = [
@@ -28,4 +28,14 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
     return problems
 
 
-CHECK = StoreCheck("store-consistent", "the final store pairs every tool call with one output", judge)
+NEEDS = "store"
+CATALOG = {"store-consistent": "the final store pairs every tool call with one output"}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    clean = ev.clean or ev
+    return judged(
+        "store-consistent",
+        "the final store pairs every tool call with one output",
+        lambda: _problems(ev, clean),
+    )

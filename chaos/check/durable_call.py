@@ -6,21 +6,21 @@ the effect ledger's write (``chaos.process.commits``)."""
 
 from __future__ import annotations
 
-from chaos.check.store.base import NotJudged, Problem, StoreCheck, effect_key
-from chaos.cycle.store import StoreEvidence
+from chaos.check.base import Check, NotJudged, Problem, effect_key, judged
+from chaos.cycle.evidence import Evidence
 
 
-def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
+def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     problems: list[Problem] = []
-    judged = False
+    seen = False
     for phase in evidence.phases:
-        if phase.at_ledger is None:
+        if phase.calls_at_ledger is None:
             continue
-        lines = evidence.ledger[phase.ledger_before : phase.ledger_before + len(phase.at_ledger)]
-        for entry, durable in zip(lines, phase.at_ledger, strict=False):
+        lines = evidence.ledger[phase.ledger_before : phase.ledger_before + len(phase.calls_at_ledger)]
+        for entry, durable in zip(lines, phase.calls_at_ledger, strict=False):
             if entry["phase"] != "start" or "callId" not in entry:
                 continue
-            judged = True
+            seen = True
             if entry["callId"] not in durable:
                 held = ", ".join(durable) or "no call"
                 problems.append(
@@ -30,9 +30,21 @@ def judge(evidence: StoreEvidence, clean: StoreEvidence) -> list[Problem]:
                         f"held {held}",
                     )
                 )
-    if not judged and evidence.effects():
+    if not seen and evidence.effects():
         raise NotJudged("no effect carried its call id, or the tracer did not run (exact kills unavailable)")
     return problems
 
 
-CHECK = StoreCheck("effect-after-durable-call", "every effect starts after its tool call is durable", judge)
+NEEDS = "store"
+CATALOG = {
+    "effect-after-durable-call": "every effect of a framework agent starts after its tool call is durable in the store"
+}
+
+
+def judge(ev: Evidence) -> list[Check]:
+    clean = ev.clean or ev
+    return judged(
+        "effect-after-durable-call",
+        "every effect starts after its tool call is durable",
+        lambda: _problems(ev, clean),
+    )
