@@ -54,15 +54,10 @@ what it may do.
     it performs a real effect (a shell tool runs ``$CHAOS_EFFECT NAME``): the
     effect's start and end, the call id it runs for, and chaos's gates.
 
-Store checks: one property, one module
-    A module of ``chaos.check.store`` with ``CHECK = StoreCheck(id, title,
-    judge)``, ``judge(StoreEvidence, uninterrupted) -> list[Problem]`` (a cause
-    in words that group, and the case's particulars), listed in
-    ``STORE_CHECKS``; each has a row in ``tests/test_store.py``'s fail table.
-
 Checks: one concern, one module
     A module of ``chaos.check`` with ``CATALOG`` (check id -> what it
-    guarantees) and ``judge(Evidence) -> list[Check]``, listed in
+    guarantees), ``NEEDS`` (what it reads: ``"log"``, a framework's
+    ``"store"``, or ``"any"``) and ``judge(Evidence) -> list[Check]``, listed in
     ``chaos.check.CONCERNS`` in report order, causes first. Every check needs a
     row in the fail table (``tests/test_fail_table.py``) that makes it fail,
     and must hold for every legal variant (``tests/test_legal_variants.py``).
