@@ -391,6 +391,12 @@ def explore(
     that fails the same way and save it under ``results``. Raises ``UsageError`` when the budget ran
     no crash cycle."""
     found_target = target_of(target, option="--target")
+    if found_target.store is not None:
+        raise UsageError(
+            f"--target {found_target.name}: chaos explore generates session-log worlds, and this agent is judged on "
+            f"its {found_target.store.kind} store: it cannot generate its scenarios yet; sweep it instead "
+            f"(chaos sweep --target {found_target.name}, any option: --depth 2, --budget, --fault power-loss)"
+        )
     env = dict(target_env or {})
     try:
         space = CaseSpace(faults=tuple(faults), budget=budget, persistence=persistence)

@@ -17,6 +17,9 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
         return [
             Problem("a resume never ended (killed at the timeout)", f"{last.name} ran {last.seconds:.1f} s")
         ]
+    crash = evidence.scenario.crash
+    if last.outcome == "failed" and crash is not None and not crash.kind.crashes:
+        return []  # a provider's fault the agent went on through may fail the run (the contract's answer too)
     if last.outcome != "completed":
         return [
             Problem(

@@ -173,7 +173,7 @@ def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phase
     start = run(Phase(PhaseKind.START, argv, scenario.crash), scenario.start)
     config = scenario.start.then(scenario.change)
     resume = world.argv(target.resume, config, session_id=store.session_id(start.store_files) or SESSION)
-    if scenario.crash is not None and start.killed:
+    if scenario.crash is not None and start.reached:  # killed, or gone on through the world's fault
         crash, index = scenario.then_crash, 1
         while not phases[-1].timed_out:
             phase = run(Phase(PhaseKind.RESUME, resume, crash, index), config)

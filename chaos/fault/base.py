@@ -81,6 +81,18 @@ class Fault:
             return f"{self.name} lands at a model-request boundary, not at {what}"
         return None
 
+    on_stores: ClassVar[bool] = False  # lands on a framework agent's store too (``chaos.store``)
+
+    def unavailable_on_store(self) -> str | None:
+        """Why this fault cannot land on a framework agent judged on its store, or None when it can (each
+        fault says so itself: a fault that needs a session log's facts, or its writes, cannot)."""
+        if self.on_stores:
+            return None
+        return (
+            f"the {self.name} fault needs a session log (its facts, or the writes the tracer fails), and a "
+            "framework's store has none yet"
+        )
+
     def arm(self, arming: Arming) -> None:
         """Before the phase: nothing, for a fault that only stops the target."""
 

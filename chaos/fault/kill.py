@@ -10,6 +10,7 @@ class Kill(Fault):
     name = "kill"
     summary = "SIGKILL the whole process tree at the boundary (every byte written stays)"
     places = "anywhere"
+    on_stores = True
     enables = ("plan-followed", "final-reduces", "idle-terminal", "never-once", "intent-before-effect")
 
     def stop(self, stop: Stop) -> None:

@@ -12,6 +12,7 @@ from chaos.fault.base import Arming, Fault, Stop
 
 class Network(Fault):
     places = "model-request"
+    on_stores = True
     crashes = False
     enables: ClassVar[tuple[str, ...]] = ("requests-attempted", "third-attempt", "final-reduces")
 

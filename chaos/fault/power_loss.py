@@ -11,6 +11,7 @@ class PowerLoss(Fault):
     name = "power-loss"
     summary = "a power cut: SIGKILL, then only the log's synced bytes (and synced directory entry) stay"
     places = "anywhere"
+    on_stores = True
     traced = True
     cuts_to_synced = True
     enables = ("intent-synced", "prefix-reduces")

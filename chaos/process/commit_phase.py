@@ -37,6 +37,22 @@ def _power_cut(workspace: Path, written: dict[str, bytes], durable: dict[str, by
         Path(f"{path}-shm").unlink(missing_ok=True)
 
 
+class _WorldArming:
+    """What a fault arms for a store phase (``chaos.fault.Arming``): the model server's misbehaving answer
+    to the request the trigger holds. A store has no log whose system calls a disk fault could fail
+    (``Fault.unavailable_on_store`` keeps those faults away)."""
+
+    def __init__(self, world: World, trigger: Trigger) -> None:
+        self.world, self.trigger = world, trigger
+
+    def misbehave(self, how: str) -> None:
+        assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
+        self.world.server.misbehave(self.trigger.request, how)
+
+    def fail_syscalls(self, how: str) -> None:
+        raise UsageError(f"{how}: failing system calls is not available for a framework's store")
+
+
 def execute_commit_phase(
     world: World,
     store: Store,
@@ -62,6 +78,9 @@ def execute_commit_phase(
     before = Before.of(world)
     phase.ledger_before = before.ledger
     trigger = Trigger.arm(world, crash) if crash and boundary and boundary.in_flight else None
+    if crash is not None and trigger is not None:
+        crash.kind.arm(_WorldArming(world, trigger))
+    crashes = crash is None or crash.kind.crashes  # else the world misbehaves and the agent goes on
     power_cut = crash is not None and crash.kind.cuts_to_synced
     commits = Commits(
         store, workspace, spec.path, str(world.box.ledger), world.scenario.store_delay, power_cut
@@ -73,15 +92,17 @@ def execute_commit_phase(
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
     started = time.monotonic()
     proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stop, traps=True)
-    exited, held = False, False
+    exited, held, went_on = False, False, False
     try:
         while not exited and time.monotonic() < started + timeout:
             if ABORT.is_set():
                 raise Interrupted(f"interrupted during {phase.name}")
-            if trigger is not None and not stop.stopped and trigger.reached():
+            if trigger is not None and not (stop.stopped or went_on) and trigger.reached():
                 held = trigger.held()
-                stop.kill()
-            exited = proc.wait(0.002 if trigger is not None and not stop.stopped else 0.05)
+                if crashes:
+                    stop.kill()
+                went_on = not crashes
+            exited = proc.wait(0.002 if trigger is not None and not (stop.stopped or went_on) else 0.05)
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         if exited and trigger is not None:
             trigger.disarm()
@@ -101,11 +122,11 @@ def execute_commit_phase(
     if proc.exact:
         phase.calls_at_ledger, phase.commits = commits.at_ledger, commits.count
     if boundary is not None:
-        phase.reached = stop.stopped
+        phase.reached = stop.stopped or went_on
         if boundary.in_store:
             phase.late_facts, phase.mechanism = stop.late, "ptrace"
             phase.exact = stop.stopped and stop.late == 0
         else:
             phase.mechanism = "world"
-            phase.exact = stop.stopped and held
+            phase.exact = phase.reached and held
     return phase

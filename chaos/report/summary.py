@@ -167,10 +167,11 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
     for reason, count in sorted(reasons.items()):
         lines.append(f"  skipped {count} case(s): {reason}")
     covered = summary.coverage
-    lines.append(
-        f"  decision tree: {len(covered.rows)}/{len(ROWS)} rows faced (by a recovery, or by an agent finishing its own abort)"
-        + (f"; never: {', '.join(covered.missing)}" if covered.missing else "")
-    )
+    if any(r.start is None or r.start.store_after is None for r in summary.ran):  # a session log was judged
+        lines.append(
+            f"  decision tree: {len(covered.rows)}/{len(ROWS)} rows faced (by a recovery, or by an agent finishing its own abort)"
+            + (f"; never: {', '.join(covered.missing)}" if covered.missing else "")
+        )
     if summary.lost:
         lines.append(f"  ✗ coverage lost against the baseline: {', '.join(summary.lost)}")
     if covered.unreached:

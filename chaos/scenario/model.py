@@ -404,8 +404,10 @@ class Scenario:
                 why = "no turn of the script fails (error or timeout), and nothing aborts"
             elif b.what in ("compactionStarted", "entry:compaction") and self.operation != "compaction":
                 why = 'the scenario compacts nothing (operation = "compaction")'
-            elif b.what.startswith("effect-") and not own_effects and not any(
-                b.where["effect"] in f.content for f in self.files.values()
+            elif (
+                b.what.startswith("effect-")
+                and not own_effects
+                and not any(b.where["effect"] in f.content for f in self.files.values())
             ):
                 why = f"no workspace file performs the effect {b.where['effect']!r} ($CHAOS_EFFECT NAME)"
             if why:

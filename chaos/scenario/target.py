@@ -360,9 +360,6 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     return None
 
 
-STORE_FAULTS = ("kill", "power-loss")  # the faults a framework's store is crashed with
-
-
 def store_mismatch(scenario: Scenario, target: Target) -> str | None:
     """Why ``scenario``'s crashes cannot land on ``target``: a store boundary (a commit) needs a target
     with a ``[store]``, and a framework's store has none of a session log's facts."""
@@ -381,11 +378,9 @@ def store_mismatch(scenario: Scenario, target: Target) -> str | None:
                 f"{target.store.kind} store; crash it at commit, call-durable[tool=NAME], "
                 "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
             )
-        if target.store is not None and crash.fault not in STORE_FAULTS:
-            return (
-                f"the {crash.fault} fault is not available for a framework's store yet; "
-                f"use one of: {', '.join(STORE_FAULTS)}"
-            )
+        unavailable = crash.kind.unavailable_on_store() if target.store is not None else None
+        if unavailable:
+            return unavailable
         if target.store is not None and boundary.what == "model-stream":
             return "model-stream boundaries are not available for a framework's store yet"
     return None
