@@ -200,3 +200,25 @@ def test_a_store_sweep_writes_junit_naming_each_failure(tmp_path: Path) -> None:
     )
     assert failures and all("two outputs for one tool call" in f.get("message", "") for f in failures)
     assert all("chaos run " in f.get("message", "") for f in failures)
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_network_fault_lands_on_a_store_agent_and_its_run_is_recovered(tmp_path: Path) -> None:
+    """A fault of the world (the model server resets the held request) lands on a framework agent as on a
+    session-log one: the agent goes on through it, and a resume finishes what it left."""
+    crash = Crash(Boundary("model-request"), fault="reset")
+    verdict = api.run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path)
+    start = verdict.evidence.start
+    assert start.reached and not start.killed and start.exact, verdict.result().to_json()["phases"]
+    assert verdict.evidence.requests[0]["fault"] == "reset", "the server answered the held request so"
+    assert verdict.evidence.recoveries, "the run the fault left was resumed"
+    assert verdict.ok, [c.to_json() for c in verdict.failed]
+
+
+def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
+    from chaos.fault import FAULTS
+
+    lands = sorted(name for name, fault in FAULTS.items() if fault.unavailable_on_store() is None)
+    assert {"kill", "power-loss", "reset", "hang"} <= set(lands)
+    assert "needs a session log" in (FAULTS["torn"].unavailable_on_store() or "")
