@@ -222,3 +222,23 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
     lands = sorted(name for name, fault in FAULTS.items() if fault.unavailable_on_store() is None)
     assert {"kill", "power-loss", "reset", "hang"} <= set(lands)
     assert "needs a session log" in (FAULTS["torn"].unavailable_on_store() or "")
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_store_sweep_mines_its_crash_prefixes_and_fixtures_check_reads_them_again(tmp_path: Path) -> None:
+    """Each new crash prefix of a framework agent is mined (the store's files and the view its adapter read
+    of them); ``chaos fixtures check`` reads each again, and says which no longer reads the same."""
+    done = api.sweep([SCENARIO], STORE_AGENT, results=tmp_path / "r", jobs=2, mine=tmp_path / "fx")
+    assert len(done.mined) >= 3, done.mined  # one per distinct store the crashes left
+    corpus = tmp_path / "fx"
+    verdicts = api.check_fixtures(corpus)
+    assert len(verdicts) == len(done.mined) and all(v.ok and v.kind == "store" for v in verdicts)
+    expected = corpus / "store-fixtures" / f"{done.mined[0]}.expected.json"
+    data = json.loads(expected.read_text())
+    data["view"]["items"] += 1
+    expected.write_text(json.dumps(data))
+    wrong = [v for v in api.check_fixtures(corpus) if not v.ok]
+    assert [v.name for v in wrong] == [done.mined[0]] and ".items" in wrong[0].differs
+    provenance = json.loads((corpus / "provenance" / f"{done.mined[0]}.json").read_text())
+    assert provenance["target"] == "store-agent" and "verdict" in provenance

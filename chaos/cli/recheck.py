@@ -55,6 +55,8 @@ def add(commands: Commands) -> None:
         "check", help="re-reduce and re-plan every fixture; exit 1 when one no longer matches its expectation"
     )
     p.add_argument(
-        "corpus", metavar="DIR", help="a corpus in the golden layout (fixtures/, planner-fixtures/)"
+        "corpus",
+        metavar="DIR",
+        help="a corpus in the golden layout (fixtures/, planner-fixtures/, store-fixtures/)",
     )
     p.set_defaults(func=fixtures)

@@ -5,7 +5,9 @@ A contract change that alters a reduction or a plan shows its blast radius
 here before it lands: each fixture whose expected state or plan no longer
 matches is named, with the first place they part. Works on any corpus in the
 golden layout (``fixtures/manifest.json``, ``planner-fixtures/manifest.json``):
-the contract's own, or one chaos mined.
+the contract's own, or one chaos mined. A framework agent's crash prefixes
+(``store-fixtures/``: the store's files and the view its adapter read of them)
+are read again by the adapter and compared the same way.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery, reduce
+from chaos.store import known, store_named
 
 
 @dataclass(frozen=True)
 class FixtureVerdict:
-    kind: str  # reducer | planner
+    kind: str  # reducer | planner | store
     name: str
     ok: bool
     differs: str = ""  # where the current oracle parts from the expectation
@@ -54,11 +57,29 @@ def _manifest(root: Path, folder: str) -> list[dict[str, Any]]:
     return list(json.loads(path.read_text())["fixtures"]) if path.is_file() else []
 
 
+def _store_fixture(root: Path, entry: dict[str, Any]) -> FixtureVerdict:
+    """A framework store's crash prefix read again by its adapter, against the view it was mined with."""
+    expected = json.loads((root / "store-fixtures" / entry["expected"]).read_text())
+    if expected["store"] not in known():
+        return FixtureVerdict("store", entry["name"], False, f"no store adapter {expected['store']!r} here")
+    folder = root / "store-fixtures" / entry["files"]
+    files = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+    got = store_named(expected["store"]).read(files).normalized()
+    return FixtureVerdict(
+        "store", entry["name"], got == expected["view"], first_difference(expected["view"], got)
+    )
+
+
 def check_corpus(root: Path) -> list[FixtureVerdict]:
     reducer_cases, planner_cases = _manifest(root, "fixtures"), _manifest(root, "planner-fixtures")
-    if not reducer_cases and not planner_cases:
-        raise NotACorpus(f"{root}: no fixtures/manifest.json or planner-fixtures/manifest.json")
-    out = []
+    store_cases = _manifest(root, "store-fixtures")
+    if not reducer_cases and not planner_cases and not store_cases:
+        raise NotACorpus(
+            f"{root}: no fixtures/manifest.json, planner-fixtures/manifest.json or store-fixtures/manifest.json"
+        )
+    out = [_store_fixture(root, entry) for entry in store_cases]
     for entry in reducer_cases:
         expected = json.loads((root / "fixtures" / entry["expected"]).read_text())
         got = reduce((root / "fixtures" / entry["file"]).read_bytes())

@@ -7,6 +7,7 @@ and ``provenance/`` (signature, scenario, boundary, target, chaos version).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -20,6 +21,7 @@ from chaos.case.verdict import Verdict
 from chaos.contract import Reducer, plan_recovery
 from chaos.contract.schema import schema_valid
 from chaos.mine.signature import normalize, signature
+from chaos.process.phase import PhaseKind
 from chaos.secrets import scrub
 from chaos.version import __version__
 
@@ -40,6 +42,8 @@ class Miner:
     def mine(self, verdict: Verdict) -> list[str]:
         """Mine the crash prefixes of one finished case (its start's, and its crashed recovery's)."""
         evidence, scenario = verdict.evidence, verdict.scenario
+        if evidence.on_store:
+            return self._mine_store(verdict)
         prefixes = [(evidence.prefix, scenario.crash)]
         if scenario.then_crash is not None and evidence.recoveries and evidence.recoveries[0].reached:
             prefixes.append((evidence.recoveries[0].log_after, scenario.then_crash))
@@ -51,6 +55,73 @@ class Miner:
                 )
                 names += [name] if name else []
         return names
+
+    def _mine_store(self, verdict: Verdict) -> list[str]:
+        """A framework agent's crash prefixes: the store's files as each crash left them (the start's, and
+        a recovery's crashed again), each with what its adapter reads of them."""
+        spec, evidence, names = verdict.target.store, verdict.evidence, []
+        assert spec is not None
+        for phase in evidence.phases:
+            if phase.crash is None or not phase.killed or phase.view_after is None:
+                continue
+            view = phase.view_after.normalized()
+            sig = (
+                "sha256:"
+                + hashlib.sha256(orjson.dumps([spec.kind, view], option=orjson.OPT_SORT_KEYS)).hexdigest()
+            )
+            files = {name: scrub(data) for name, data in phase.store_files.items()}
+            if any(files[name] != data and not _text(data) for name, data in phase.store_files.items()):
+                continue  # a secret inside a binary store: it cannot be taken out without breaking the file
+            boundary = str(phase.crash.boundary)
+            with self._lock:
+                if sig in self.known:
+                    continue
+                self.known.add(sig)
+                recovery = phase.kind is not PhaseKind.START
+                name = _name(self.root, verdict.scenario.name, boundary, recovery)
+                self._save_store(name, sig, spec.kind, files, view, verdict, boundary)
+                self.saved.append(name)
+            names.append(name)
+        return names
+
+    def _save_store(
+        self,
+        name: str,
+        sig: str,
+        kind: str,
+        files: dict[str, bytes],
+        view: dict[str, Any],
+        verdict: Verdict,
+        boundary: str,
+    ) -> None:
+        folder = self.root / "store-fixtures"
+        for relative, data in files.items():
+            path = folder / name / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_json(folder / f"{name}.expected.json", {"store": kind, "view": view})
+        _add_to_manifest(
+            folder / "manifest.json",
+            {"name": name, "store": kind, "files": name, "expected": f"{name}.expected.json"},
+        )
+        self._provenance(name, sig, verdict, boundary)
+
+    def _provenance(self, name: str, sig: str, verdict: Verdict, boundary: str) -> None:
+        provenance = self.root / "provenance"
+        provenance.mkdir(parents=True, exist_ok=True)
+        _write_json(
+            provenance / f"{name}.json",
+            {
+                "signature": sig,
+                "scenario": verdict.scenario.name,
+                "boundary": boundary,
+                "target": verdict.target.name,
+                "targetEnv": sorted(verdict.extra_env),
+                "chaosVersion": __version__,
+                "verdict": {"ok": verdict.ok, "failed": sorted({c.id for c in verdict.failed})},
+            },
+        )
 
     def consider(
         self, log: bytes, current: dict[str, Any] | None, verdict: Verdict, boundary: str
@@ -95,17 +166,15 @@ class Miner:
                 planner / "manifest.json",
                 {"name": name, "input": f"{name}.json", "expected": f"{name}.expected.json"},
             )
-        _write_json(
-            provenance / f"{name}.json",
-            {
-                "signature": sig,
-                "scenario": verdict.scenario.name,
-                "boundary": boundary,
-                "target": verdict.target.name,
-                "targetEnv": sorted(verdict.extra_env),
-                "chaosVersion": __version__,
-            },
-        )
+        self._provenance(name, sig, verdict, boundary)
+
+
+def _text(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def kebab(text: str) -> str:

@@ -7,11 +7,11 @@ own store: LangGraph's checkpointer (``langgraph``), the OpenAI Agents SDK's
 ``SQLiteSession`` (``openai-agents``). An adapter turns a consistent copy of the
 store's files (bytes, read the moment the agent is stopped or gone) into a
 ``View``: the tool calls that are durable, their outputs, the final answer, and
-a count of what the store holds. Everything above this stage (the store cycle,
-its checks, its sweep) reads only ``View``s, so a third store is one more
+a count of what the store holds. Everything above this stage (a store phase,
+the checks that read a store, mining) reads only ``View``s, so a third store is one more
 ``Store`` subclass passed to ``register``; nothing else changes.
 """
 
-from chaos.store.base import STORES, Call, Output, Store, View, register, store_named
+from chaos.store.base import STORES, Call, Output, Store, View, known, register, store_named
 
-__all__ = ["STORES", "Call", "Output", "Store", "View", "register", "store_named"]
+__all__ = ["STORES", "Call", "Output", "Store", "View", "known", "register", "store_named"]

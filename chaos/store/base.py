@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,25 @@ class View:
     def orphan_outputs(self) -> list[Output]:
         """Outputs whose call the store does not hold."""
         return [o for o in self.outputs if o.call_id not in self.call_ids]
+
+    def normalized(self) -> dict[str, Any]:
+        """The view as JSON with its tool call ids renamed in the order they appear (``call-1``, ...): a
+        real provider (and chaos's model server) gives fresh ids every run, so two runs that made the
+        same things durable read alike. What a mined store fixture expects its files to read as."""
+        names: dict[str, str] = {}
+
+        def rename(call_id: str) -> str:
+            return names.setdefault(call_id, f"call-{len(names) + 1}")
+
+        return {
+            "calls": [{"id": rename(c.id), "name": c.name, "arguments": c.arguments} for c in self.calls],
+            "outputs": [{"callId": rename(o.call_id), "text": o.text} for o in self.outputs],
+            "final": self.final,
+            "items": self.items,
+            "unreadable": self.unreadable,
+            "waiting": [rename(w) for w in self.waiting],
+            "started": self.started,
+        }
 
     def lines(self) -> list[str]:
         """What the store holds, one line an item a person reads (the report's crash prefix)."""
