@@ -391,12 +391,6 @@ def explore(
     that fails the same way and save it under ``results``. Raises ``UsageError`` when the budget ran
     no crash cycle."""
     found_target = target_of(target, option="--target")
-    if found_target.store is not None:
-        raise UsageError(
-            f"--target {found_target.name}: chaos explore generates session-log worlds, and this agent is judged on "
-            f"its {found_target.store.kind} store: it cannot generate its scenarios yet; sweep it instead "
-            f"(chaos sweep --target {found_target.name}, any option: --depth 2, --budget, --fault power-loss)"
-        )
     env = dict(target_env or {})
     try:
         space = CaseSpace(faults=tuple(faults), budget=budget, persistence=persistence)
@@ -412,7 +406,12 @@ def explore(
         shrink_budget=shrink_budget if shrink_budget is not None else min(budget, 60.0),
         max_failures=max_failures,
     )
-    exploration.explore(tool_names(found_target, env))
+    tools = tool_names(found_target, env)
+    if found_target.store is not None and not tools:  # a graph's tools are its code: the bundled worlds'
+        tools = sorted(
+            {c["name"] for s in load_all([frameworks_folder()]) for t in s.turns for c in t.tool_calls}
+        )
+    exploration.explore(tools)
     spent = time.monotonic() - exploration.started
     if not exploration.found:
         if exploration.cycles == 0:

@@ -242,3 +242,21 @@ def test_a_store_sweep_mines_its_crash_prefixes_and_fixtures_check_reads_them_ag
     assert [v.name for v in wrong] == [done.mined[0]] and ".items" in wrong[0].differs
     provenance = json.loads((corpus / "provenance" / f"{done.mined[0]}.json").read_text())
     assert provenance["target"] == "store-agent" and "verdict" in provenance
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_explore_generates_a_framework_agent_s_worlds_and_shrinks_what_it_finds(tmp_path: Path) -> None:
+    done = api.explore(
+        STORE_AGENT,
+        target_env={"STORE_AGENT_BUG": "effect-first"},
+        results=tmp_path,
+        budget=20,
+        seed=3,
+        shrink_budget=20,
+        max_failures=1,
+    )
+    assert [f.verdict.failed[0].id for f in done.found] == ["effect-after-durable-call"]
+    shrunk = done.found[0].scenario
+    assert shrunk.crash is not None and len(shrunk.turns) <= 3, shrunk
+    assert done.found[0].saved is not None and done.found[0].saved.is_file()
