@@ -23,45 +23,14 @@ from typing import TYPE_CHECKING, Any
 from chaos.version import __version__
 
 if TYPE_CHECKING:
-    from chaos.api import (
-        ExploreResult,
-        SweepResult,
-        check_target,
-        explore,
-        merge,
-        run,
-        sweep,
-    )
+    from chaos.api import ExploreResult, SweepResult, check_target, explore, merge, run, sweep
     from chaos.case.verdict import Verdict
-    from chaos.check import CATALOG, Check
-    from chaos.contract import ContractError, Reducer, SessionState, plan_recovery, reduce
-    from chaos.doctor.diagnosis import Diagnosis
-    from chaos.errors import ChaosFault, Interrupted, Skipped, SpecError, TargetUnusable, UsageError
-    from chaos.scenario import (
-        Boundary,
-        Configuration,
-        Crash,
-        Expect,
-        Scenario,
-        Target,
-        Turn,
-        WorkspaceFile,
-        call,
-        load_scenario,
-        load_target,
-    )
+    from chaos.errors import ExitCode, Interrupted, Skipped, UsageError
+    from chaos.scenario import Boundary, Configuration, Crash, Scenario, Target, Turn, call
 
 # The modules the public names live in. Names are imported on first use (PEP 562), because every
 # agent process that imports ``chaos.contract`` runs this file first and must not pay for the rest.
-_HOMES = (
-    "chaos.api",
-    "chaos.contract",
-    "chaos.scenario",
-    "chaos.errors",
-    "chaos.check",
-    "chaos.case.verdict",
-    "chaos.doctor.diagnosis",
-)
+_HOMES = ("chaos.api", "chaos.scenario", "chaos.errors", "chaos.case.verdict")
 
 
 def __getattr__(name: str) -> Any:
@@ -75,39 +44,27 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'chaos' has no attribute {name!r}")
 
 
+# The public face: what a user of chaos needs. Extenders use ``chaos.extend``; the pure oracle is
+# ``chaos.contract`` (``reduce``, ``plan_recovery``); every other module is the engine, internal.
 __all__ = [
-    "CATALOG",
     "Boundary",
-    "ChaosFault",
-    "Check",
     "Configuration",
-    "ContractError",
     "Crash",
-    "Diagnosis",
-    "Expect",
+    "ExitCode",
     "ExploreResult",
     "Interrupted",
-    "Reducer",
     "Scenario",
-    "SessionState",
     "Skipped",
-    "SpecError",
     "SweepResult",
     "Target",
-    "TargetUnusable",
     "Turn",
     "UsageError",
     "Verdict",
-    "WorkspaceFile",
     "__version__",
     "call",
     "check_target",
     "explore",
-    "load_scenario",
-    "load_target",
     "merge",
-    "plan_recovery",
-    "reduce",
     "run",
     "sweep",
 ]

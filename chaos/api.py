@@ -30,7 +30,7 @@ from chaos.doctor.diagnosis import Diagnosis, diagnose
 from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
-from chaos.hooks import AfterCase, Judge
+from chaos.extend import AfterCase, Judge
 from chaos.mine.corpus import FixtureVerdict, NotACorpus, check_corpus
 from chaos.mine.from_log import Inferred, NotReplayable, scenario_from_log
 from chaos.mine.miner import Miner
@@ -109,7 +109,7 @@ def run(
     """One crash cycle of ``scenario`` against ``target`` (default: the scenario's own); its verdict.
 
     ``results`` is the case's folder (default ``results/runs/<scenario>-<boundary>-<time>``);
-    ``pause`` and ``judges`` are extension points (``chaos.hooks``).
+    ``pause`` and ``judges`` are extension points (``chaos.extend``).
     Raises ``Skipped`` when the scenario needs what the target does not declare, ``UsageError``
     when its script shows its crash can never be reached.
     """
@@ -294,7 +294,7 @@ def sweep(
     ``sweep.jsonl`` and ``report.html`` (and ``junit``) under ``results``; ``mine`` saves new crash
     prefixes as fixtures; ``baseline`` marks known failures, which do not fail the sweep;
     ``write_baseline`` writes this sweep's failures as one; ``judges`` and ``after`` are extension
-    points (``chaos.hooks``). Raises ``UsageError`` when no case could run at all.
+    points (``chaos.extend``). Raises ``UsageError`` when no case could run at all.
     """
     settings = _settings(settings, options)
     outputs_writable(settings.results, mine, junit, write_baseline)
@@ -302,8 +302,8 @@ def sweep(
     loaded = load_all(list(scenarios) or default_scenarios(target))
     targets = {id(s): target_of(target, s) for s in loaded}
     miner = Miner(mine) if mine is not None else None
-    hooks: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
-    run = Sweep(settings, hooks, (*after, *((miner.mine,) if miner else ())))
+    others: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
+    run = Sweep(settings, others, (*after, *((miner.mine,) if miner else ())))
     interrupted = False
     try:
         sweep_all(run, loaded, lambda s: targets[id(s)])

@@ -11,7 +11,17 @@ nightly job tells a regression from a typo from a bug in chaos.
 
 from __future__ import annotations
 
-EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """chaos's exit statuses, a contract with CI."""
+
+    OK = 0  # nothing found
+    FINDING = 1  # a finding against the agent
+    USAGE = 2  # unusable input: a file, a line, a field, an option; or what chaos cannot see
+    INTERNAL = 3  # chaos's own fault
+    INTERRUPTED = 130  # interrupted (Ctrl-C, SIGTERM)
 
 
 class UsageError(Exception):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from chaos.errors import EXIT_FINDING, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from chaos.errors import ExitCode
 from chaos.process import ptrace
 from chaos.report import publish
 from chaos.world import protocols
@@ -24,7 +24,7 @@ def _broken(*args: object, **kwargs: object) -> None:
 
 
 def test_the_codes_are_distinct() -> None:
-    assert len({EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL}) == 4
+    assert len({ExitCode.OK, ExitCode.FINDING, ExitCode.USAGE, ExitCode.INTERNAL}) == 4
 
 
 def test_a_tracer_that_breaks_is_chaos_s_failure_not_a_finding(
@@ -35,7 +35,7 @@ def test_a_tracer_that_breaks_is_chaos_s_failure_not_a_finding(
     monkeypatch.setattr(ptrace, "trace", _broken)
     code = main(["run", SECTION8, "--results", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == EXIT_INTERNAL, err
+    assert code == ExitCode.INTERNAL, err
     assert "chaos itself failed, not the agent" in err and "injected bug" in err
 
 
@@ -45,7 +45,7 @@ def test_a_model_server_that_breaks_is_chaos_s_failure_not_a_finding(
     monkeypatch.setattr(protocols.OpenAIChat, "answer", _broken)
     code = main(["run", SECTION8, "--results", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == EXIT_INTERNAL, err
+    assert code == ExitCode.INTERNAL, err
     assert "the model server failed" in err and "injected bug" in err
 
 
@@ -56,5 +56,5 @@ def test_a_report_writer_that_breaks_is_chaos_s_failure_not_a_finding(
     argv = ["sweep", str(Path(__file__).parent.parent / "scenarios" / "open-attempt-retry.toml")]
     code = main([*argv, "--budget", "5", "--mine", "none", "--results", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == EXIT_INTERNAL, err
+    assert code == ExitCode.INTERNAL, err
     assert "internal error" in err and "injected bug" in err

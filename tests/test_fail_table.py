@@ -98,7 +98,7 @@ def _liar(tmp: Path) -> list[Check]:
     scenario = _scenario("section8-read-replay")
     target = load_target(REPO / "targets" / "reference.toml")
     return run_case(
-        scenario, target, {}, tmp / "liar", hooks=(OtherOracle(f"{sys.executable} {liar}"),)
+        scenario, target, {}, tmp / "liar", judges=(OtherOracle(f"{sys.executable} {liar}"),)
     ).checks
 
 

@@ -63,7 +63,7 @@ def _as_written(variants: str, folder: Path, paths: list[Path]) -> tuple[list[Ve
         scenario = load_scenario(path)
         hooks = (ORACLE,) if scenario.name == "section8-read-replay" else ()
         try:
-            verdicts.append(run_case(scenario, target, env, folder / path.stem, hooks=hooks))
+            verdicts.append(run_case(scenario, target, env, folder / path.stem, judges=hooks))
         except Skipped:
             skipped.append(scenario.name)
     return verdicts, skipped

@@ -269,7 +269,7 @@ def test_a_recovery_blocked_after_its_own_progress_is_no_finding(tmp_path: Path)
 
 
 def test_a_judge_passed_to_the_api_joins_the_verdict(tmp_path: Path) -> None:
-    """The ``chaos.hooks.Judge`` extension point: another judge of the evidence, whose failure fails the case."""
+    """The ``chaos.extend.Judge`` extension point: another judge of the evidence, whose failure fails the case."""
     from chaos import api
     from chaos.check.base import Check
     from chaos.cycle.evidence import Evidence

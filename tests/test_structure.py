@@ -28,7 +28,7 @@ STAGES = [
     ("chaos.doctor",),
     ("chaos.sweep",),
     ("chaos.explore",),
-    ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.hooks", "chaos.__main__", "chaos"),
+    ("chaos.api", "chaos.cli", "chaos.pytest_plugin", "chaos.extend", "chaos.__main__", "chaos"),
 ]
 AGENTS = "chaos.bundled.targets"  # agents under test, not stages: they may use the contract, nothing else
 AGENT_MAY = ("chaos.contract", "chaos.ledger")  # (and the effect ledger's API, which a tool calls)
@@ -125,3 +125,15 @@ def test_every_package_ships_in_the_wheel() -> None:
         ".".join(path.parent.relative_to(REPO).parts) for path in (REPO / "chaos").rglob("__init__.py")
     }
     assert present <= listed, f"missing from [tool.setuptools] packages: {sorted(present - listed)}"
+
+
+def test_the_package_root_is_small_and_every_name_resolves() -> None:
+    import chaos
+    import chaos.extend
+    from chaos.errors import ExitCode
+
+    assert len(chaos.__all__) <= 20, chaos.__all__
+    for name in (*chaos.__all__, *chaos.extend.__all__):
+        module = chaos if name in chaos.__all__ else chaos.extend
+        assert getattr(module, name) is not None, name
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130]

@@ -1,4 +1,4 @@
-"""One case end to end: scenario -> cycle -> checks -> oracle hooks -> verdict, recorded once."""
+"""One case end to end: scenario -> cycle -> checks -> other judges -> verdict, recorded once."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
 
 # Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
-Hook = Callable[[Evidence, Path], list[Check]]
+Judge = Callable[[Evidence, Path], list[Check]]
 
 
 def run_case(
@@ -28,7 +28,7 @@ def run_case(
     folder: Path | None = None,
     timeout: float | None = None,
     pause: Pause | None = None,
-    hooks: tuple[Hook, ...] = (),
+    judges: tuple[Judge, ...] = (),
     clean: Evidence | None = None,
 ) -> Verdict:
     """Run one crash cycle and record it; the verdict says whether every check held.
@@ -56,8 +56,8 @@ def run_case(
         record.write_evidence(scenario, evidence)
     with timed(evidence.timings, "checks"):
         checks = check_all(evidence)
-        for hook in hooks:
-            checks += hook(evidence, folder)
+        for judge in judges:
+            checks += judge(evidence, folder)
     verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json(), verdict.reproduce())

@@ -1,5 +1,5 @@
 """Other judges of the same evidence: other implementations' reducers (``--oracle``; run by
-``chaos.mine.oracles``) and any ``chaos.hooks.Judge``, which reports under this concern's id with a name
+``chaos.mine.oracles``) and any ``chaos.extend.Judge``, which reports under this concern's id with a name
 of its own."""
 
 from __future__ import annotations

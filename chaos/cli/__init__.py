@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chaos.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ChaosFault, Interrupted, UsageError
+from chaos.errors import ChaosFault, ExitCode, Interrupted, UsageError
 
 # The commands are imported by ``main`` (``_commands``) while ``_startup`` notes a Ctrl-C: one while
 # chaos is still importing its engine is an interruption (exit 130), not a traceback.
@@ -80,10 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args = build_parser().parse_args(argv)
         except SystemExit as exit:  # argparse refused an option (it printed which): exit 2, no traceback
-            return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+            return exit.code if isinstance(exit.code, int) else ExitCode.USAGE
     if interrupted:
         sys.stderr.write("chaos: interrupted while starting; nothing ran\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except UsageError as err:
         say(f"chaos: {err}", sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except (Interrupted, KeyboardInterrupt) as err:
         from chaos.process.contain import kill_all
 
@@ -105,19 +105,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             "nothing more ran",
             sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except ChaosFault as err:
         say(f"chaos: chaos itself failed, not the agent: {err}", sys.stderr)
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
     except Exception as err:  # a bug in chaos: said so, with its traceback, never blamed on the agent
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
             say(
                 f"chaos: the disk is full, not the agent's doing: {err}; free space and run again", sys.stderr
             )
-            return EXIT_INTERNAL
+            return ExitCode.INTERNAL
         say("chaos: internal error (a bug in chaos, not a finding against the agent):", sys.stderr)
         traceback.print_exc()
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

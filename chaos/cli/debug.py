@@ -9,7 +9,7 @@ from pathlib import Path
 from chaos import api
 from chaos.cli.options import Commands, emit, read
 from chaos.cli.oracle import load_current
-from chaos.errors import EXIT_FINDING, EXIT_OK
+from chaos.errors import ExitCode
 from chaos.report.show import diff as log_diff
 from chaos.report.show import render, render_diff, timeline
 
@@ -23,7 +23,7 @@ def show(args: argparse.Namespace) -> int:
         emit(tl.to_json())
     else:
         print(render(tl, colour=sys.stdout.isatty() and not args.no_colour))
-    return EXIT_OK if tl.error is None else EXIT_FINDING
+    return ExitCode.OK if tl.error is None else ExitCode.FINDING
 
 
 def _log_of(path: str, which: str) -> bytes:
@@ -38,7 +38,7 @@ def diff(args: argparse.Namespace) -> int:
     else:
         before, after = _log_of(args.a, "final"), _log_of(args.b, "final")
     print(render_diff(log_diff(before, after), colour=sys.stdout.isatty()))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add(commands: Commands) -> None:

@@ -16,7 +16,7 @@ from chaos.cli.options import (
     seconds_or_zero,
     target_env,
 )
-from chaos.errors import EXIT_FINDING, EXIT_OK
+from chaos.errors import ExitCode
 from chaos.explore.strategies import size
 
 
@@ -40,7 +40,7 @@ def explore(args: argparse.Namespace) -> int:
     )
     if done.ok:
         say(f"chaos explore: {done.cycles} crash cycles in {done.seconds:.0f}s, no failure found")
-        return EXIT_OK
+        return ExitCode.OK
     first = min(done.found, key=lambda f: f.seconds)
     say(
         f"chaos explore: {len(done.found)} distinct failure(s); the first failure after {first.cycles} cycle(s) "
@@ -52,7 +52,7 @@ def explore(args: argparse.Namespace) -> int:
         say(f"      shrunk scenario (size {size(item.scenario)}): {item.saved}")
         say(f"      run folder: {item.verdict.folder}")
         say(f"      reproduce: {item.verdict.reproduce()}")
-    return EXIT_FINDING
+    return ExitCode.FINDING
 
 
 def add(commands: Commands) -> None:

@@ -11,7 +11,7 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.contract.framing import FramingError, parse_json
 from chaos.contract.reading import error_text
 from chaos.contract.shapes import current_configuration
-from chaos.errors import EXIT_FINDING, EXIT_OK, UsageError
+from chaos.errors import ExitCode, UsageError
 
 
 def load_current(path: str) -> dict[str, Any]:
@@ -32,8 +32,8 @@ def reduce(args: argparse.Namespace) -> int:
     emit(reducer.result())  # the golden shape on stdout; what broke, in words, on stderr
     if reducer.error is not None or reducer.state is None:
         say(f"chaos reduce: {error_text(data)}", sys.stderr)
-        return EXIT_FINDING
-    return EXIT_OK
+        return ExitCode.FINDING
+    return ExitCode.OK
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -44,10 +44,10 @@ def plan(args: argparse.Namespace) -> int:
     if not result["ok"]:
         emit(result)
         say(f"chaos plan: {error_text(data)}", sys.stderr)
-        return EXIT_FINDING
+        return ExitCode.FINDING
     assert reducer.state is not None
     emit(plan_recovery(reducer.state, current))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add(commands: Commands) -> None:

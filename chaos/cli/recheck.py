@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chaos import api
 from chaos.cli.options import Commands, say
-from chaos.errors import EXIT_FINDING, EXIT_OK
+from chaos.errors import ExitCode
 from chaos.report.summary import render_summary
 
 
@@ -27,7 +27,7 @@ def recheck(args: argparse.Namespace) -> int:
     )
     say(render_summary(done.summary))
     say(f"  report: {done.results / 'report.html'}")
-    return EXIT_OK if done.ok else EXIT_FINDING
+    return ExitCode.OK if done.ok else ExitCode.FINDING
 
 
 def fixtures(args: argparse.Namespace) -> int:
@@ -36,7 +36,7 @@ def fixtures(args: argparse.Namespace) -> int:
     for v in wrong:
         say(f"  ✗ {v.kind} fixture {v.name}: {v.differs}")
     say(f"chaos fixtures check: {len(verdicts) - len(wrong)} of {len(verdicts)} fixture(s) still match")
-    return EXIT_FINDING if wrong else EXIT_OK
+    return ExitCode.FINDING if wrong else ExitCode.OK
 
 
 def add(commands: Commands) -> None:

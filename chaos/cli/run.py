@@ -18,7 +18,7 @@ from chaos.cli.options import (
     seconds,
     target_env,
 )
-from chaos.errors import EXIT_FINDING, EXIT_OK, Skipped, UsageError
+from chaos.errors import ExitCode, Skipped, UsageError
 from chaos.fault import FAULTS
 from chaos.report.console import ask_at_pause, render
 from chaos.scenario.model import Crash
@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except Skipped as why:
         say(f"chaos run: skipped: {why}")
-        return EXIT_OK
+        return ExitCode.OK
     say(render(verdict))
-    return EXIT_OK if verdict.ok else EXIT_FINDING
+    return ExitCode.OK if verdict.ok else ExitCode.FINDING
 
 
 def demo(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from chaos import api
 from chaos.case.record import outputs_writable
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
-from chaos.errors import EXIT_FINDING, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from chaos.errors import ExitCode, UsageError
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
 
@@ -59,8 +59,8 @@ def sweep(args: argparse.Namespace) -> int:
         say(
             f"chaos sweep: interrupted; finished verdicts are in {results / 'sweep.jsonl'}; rerun with --resume"
         )
-        return EXIT_INTERRUPTED
-    return EXIT_OK if done.ok else EXIT_FINDING
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if done.ok else ExitCode.FINDING
 
 
 def _mine(args: argparse.Namespace, results: Path) -> Path | None:
@@ -108,14 +108,14 @@ def merge(args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if args.baseline else None,
     )
     say(render_summary(done.summary))
-    return EXIT_OK if done.ok else EXIT_FINDING
+    return ExitCode.OK if done.ok else ExitCode.FINDING
 
 
 def report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.results) / "report.html"
     done = api.report(Path(args.results), out, baseline=Path(args.baseline) if args.baseline else None)
     say(f"chaos report: {len(done.summary.results)} case(s) -> {out}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add(commands: Commands) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from chaos.case.definition import Case
 from chaos.case.record import Record, slug
 from chaos.case.result import CaseResult, append_journal, cut_torn_tail, read_journal, reported
-from chaos.case.run import Hook, run_case
+from chaos.case.run import Judge, run_case
 from chaos.case.verdict import Verdict
 from chaos.cycle.evidence import Evidence
 from chaos.errors import Skipped
@@ -40,10 +40,10 @@ from chaos.triage.failure import failure_of, size
 
 @dataclass
 class Sweep:
-    """One sweep: its settings, its other judges and after-case hooks, and what it has found so far."""
+    """One sweep: its settings, its other judges and what it does after each case, and what it has found so far."""
 
     settings: Settings
-    hooks: tuple[Hook, ...] = ()  # other judges of each case's evidence (--oracle)
+    judges: tuple[Judge, ...] = ()  # other judges of each case's evidence (--oracle)
     after: tuple[Callable[[Verdict], object], ...] = ()  # e.g. mining, once judged
     results: dict[str, CaseResult] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)  # the budget ran out before these
@@ -84,7 +84,7 @@ class Sweep:
             scenario = s.space.scenario(case.as_run)
             clean = self.cleans.get(case.scenario.name)
             verdict = run_case(
-                scenario, case.target, s.target_env, folder, s.timeout, hooks=self.hooks, clean=clean
+                scenario, case.target, s.target_env, folder, s.timeout, judges=self.judges, clean=clean
             )
             if case.crash is None and verdict.evidence.on_store:
                 self.cleans[case.scenario.name] = verdict.evidence

@@ -1,4 +1,7 @@
-"""Every extension point of chaos, in one place (as pytest's hook specifications are).
+"""``chaos.extend``: every extension point of chaos, in one place (as pytest's hook specifications are).
+
+The names an extender needs are exported here (``__all__``); everything else in
+the package is the engine, internal, and may change between releases.
 
 chaos is extended with plain Python objects passed to the API, or, for what the
 command line must name (a fault, a protocol), with one module and one registry
@@ -67,13 +70,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chaos.case.run import Hook as Judge
+from chaos.case.run import Judge
 from chaos.case.verdict import Verdict
 from chaos.check import CONCERNS
 from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS, Arming, Fault, Stop
+from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
 AfterCase = Callable[[Verdict], object]
@@ -82,14 +86,20 @@ __all__ = [
     "CONCERNS",
     "FAULTS",
     "PROTOCOLS",
+    "STORES",
     "AfterCase",
     "Arming",
+    "Call",
     "Check",
     "Evidence",
     "Fault",
     "Judge",
+    "Output",
     "Pause",
     "Paused",
     "Protocol",
     "Stop",
+    "Store",
+    "View",
+    "register",
 ]
