@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.bundled import frameworks_folder, scenario_names, scenario_path, scenarios_folder
+from chaos.bundled import scenario_names, scenario_path, scenarios_folder
 from chaos.case.record import outputs_writable, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
@@ -115,12 +115,10 @@ def run(
     """
     loaded = load(scenario)
     chosen = target_of(target, loaded)
-    mismatch = store_mismatch(loaded, chosen)
-    if mismatch is None and pause is not None and chosen.store is not None:
-        mismatch = f"--pause is not available for a framework's store ({chosen.name}) yet"
+    mismatch = store_mismatch(loaded, chosen, paused=pause is not None)
     if mismatch is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
-    never = loaded.unreachable(own_effects=chosen.store is not None) if loaded.expect.must_reach else None
+    never = loaded.unreachable(own_effects=chosen.own_tools) if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
     if results is not None:
@@ -253,9 +251,8 @@ def default_scenarios(target: TargetRef | None = None) -> list[Path]:
     """``./scenarios`` when there is one, else the bundled scenarios (the framework ones for a target
     judged on its store)."""
     local = Path("scenarios")
-    if target is not None and target_of(target).store is not None:
-        return [frameworks_folder()]
-    return [local if local.is_dir() else scenarios_folder()]
+    own = target_of(target).default_scenarios if target is not None else None
+    return [own or (local if local.is_dir() else scenarios_folder())]
 
 
 def _settings(settings: Settings | None, options: dict[str, Any]) -> Settings:
@@ -406,12 +403,7 @@ def explore(
         shrink_budget=shrink_budget if shrink_budget is not None else min(budget, 60.0),
         max_failures=max_failures,
     )
-    tools = tool_names(found_target, env)
-    if found_target.store is not None and not tools:  # a graph's tools are its code: the bundled worlds'
-        tools = sorted(
-            {c["name"] for s in load_all([frameworks_folder()]) for t in s.turns for c in t.tool_calls}
-        )
-    exploration.explore(tools)
+    exploration.explore(tool_names(found_target, env))
     spent = time.monotonic() - exploration.started
     if not exploration.found:
         if exploration.cycles == 0:

@@ -32,8 +32,15 @@ ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
 SLOW = REPO / "scenarios" / "frameworks" / "deploy-slow-store.toml"
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a submodule of a package that is not installed
+        return False
+
+
 def _needs(*modules: str) -> pytest.MarkDecorator:
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    missing = [m for m in modules if not _importable(m)]
     if missing and os.environ.get("CHAOS_REQUIRE_FRAMEWORKS") == "1":
         pytest.fail(f"CHAOS_REQUIRE_FRAMEWORKS=1 but {', '.join(missing)} cannot be imported", pytrace=False)
     return pytest.mark.skipif(bool(missing), reason=f"pip install 'chaos[...]' for {', '.join(missing)}")

@@ -15,11 +15,13 @@ from typing import Any
 
 import orjson
 
+from chaos.bundled import frameworks_folder
 from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.errors import ConfigurationUnusable
 from chaos.process.contain import run_caged
+from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target
 from chaos.world.world import World, build_world
@@ -115,7 +117,11 @@ def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:
 
 
 def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
-    """The target's declared tools, as its configuration says."""
+    """The target's declared tools, as its configuration says. A framework agent's tools are its code:
+    unless it declares some, those the bundled framework worlds call (``deploy``)."""
+    if target.own_tools and not target.tools:
+        worlds = scenario_files([target.default_scenarios or frameworks_folder()])
+        return sorted({c["name"] for path in worlds for t in load_scenario(path).turns for c in t.tool_calls})
     if target.configuration_command is None:
         return [t.name for t in target.tools]
     return [t["name"] for t in target_current(target, extra_env)["tools"]]

@@ -70,7 +70,7 @@ def _usable(faults: tuple[str, ...], target: Target) -> list[str]:
         f
         for f in faults
         if (target.capabilities.abort or "abort" not in FAULTS[f].needs)
-        and (target.store is None or FAULTS[f].unavailable_on_store() is None)
+        and (not target.own_tools or FAULTS[f].unavailable_on_store() is None)
     ]
 
 
@@ -123,7 +123,7 @@ def scenarios(
     """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes by the
     faults given (as the target can take them), a configuration change. A framework agent judged on
     its store gets worlds of its own (``store_scenarios``)."""
-    if target.store is not None:
+    if target.own_tools:
         return store_scenarios(target, tools, faults)
 
     @st.composite

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.bundled import targets_folder
+from chaos.bundled import frameworks_folder, targets_folder
 from chaos.errors import SpecError
 from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.strict_toml import MISSING, Table
@@ -131,6 +131,18 @@ class Target:
             if code == returncode:
                 return outcome
         return None
+
+    @property
+    def own_tools(self) -> bool:
+        """A framework agent (a ``[store]``): its tools, and the effects they perform, are its own code, not
+        declared in the target file nor performed by a workspace file."""
+        return self.store is not None
+
+    @property
+    def default_scenarios(self) -> Path | None:
+        """What a sweep of this target runs when given no scenario: the bundled framework worlds for a
+        framework agent (None: ``./scenarios``, else the bundled contract scenarios)."""
+        return frameworks_folder() if self.store is not None else None
 
     @property
     def reference(self) -> str:
@@ -352,7 +364,7 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     """Why ``scenario`` as it stands cannot run against ``target`` (a capability it needs and the target
     lacks), or None when it can. ``tools`` gives the target's declared tools, asked only when needed."""
     for need in scenario.needs():
-        if need.startswith("tool:") and target.store is not None:
+        if need.startswith("tool:") and target.own_tools:
             continue  # a framework agent's tools are its own code, not declared in its target file
         why = target.capabilities.lacks(need, tools() if need.startswith("tool:") else [])
         if why:
@@ -360,9 +372,12 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     return None
 
 
-def store_mismatch(scenario: Scenario, target: Target) -> str | None:
+def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> str | None:
     """Why ``scenario``'s crashes cannot land on ``target``: a store boundary (a commit) needs a target
-    with a ``[store]``, and a framework's store has none of a session log's facts."""
+    with a ``[store]``, and a framework's store has none of a session log's facts (nor a person's pause
+    at a boundary, ``paused``, yet)."""
+    if paused and target.store is not None:
+        return f"--pause is not available for a framework's store ({target.name}) yet"
     for crash in (scenario.crash, scenario.then_crash):
         if crash is None:
             continue
