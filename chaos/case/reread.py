@@ -19,8 +19,9 @@ from chaos.case.record import log_file
 from chaos.case.result import CaseResult
 from chaos.cycle.evidence import Evidence
 from chaos.errors import SpecError, UsageError
-from chaos.process.phase import KEPT, Phase, PhaseKind, PhaseResult
+from chaos.process.phase import Phase, PhaseKind
 from chaos.process.reap import KillReport
+from chaos.process.record import KEPT, PhaseResult
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import load_target

@@ -19,7 +19,7 @@ import orjson
 
 from chaos.check.base import Check
 from chaos.errors import UsageError
-from chaos.process.phase import PhaseResult, camel
+from chaos.process.record import PhaseResult, camel
 from chaos.secrets import scrub
 
 FORMAT = 2  # of a journal line and verdict.json; 1 had no format field (chaos 0.2)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.check import (
-    context,
     crash,
     declared,
     durable_call,
@@ -29,6 +28,7 @@ from chaos.check import (
     paired,
     processes,
     recovery,
+    request_context,
     requests,
     same_outcome,
     writers,
@@ -51,7 +51,7 @@ CONCERNS = (
     requests,
     same_outcome,
     finished,
-    context,
+    request_context,
     oracles,
 )
 CATALOG = {check_id: line for concern in CONCERNS for check_id, line in concern.CATALOG.items()}

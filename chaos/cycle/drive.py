@@ -23,7 +23,8 @@ from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
 from chaos.process.commit_phase import execute_commit_phase
-from chaos.process.phase import Phase, PhaseKind, continue_phase, execute_phase
+from chaos.process.phase import Phase, PhaseKind
+from chaos.process.run import continue_phase, execute_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.store import Store, store_named

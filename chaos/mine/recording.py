@@ -10,7 +10,8 @@ from pathlib import Path
 
 from chaos.case.record import write
 from chaos.errors import ChaosFault
-from chaos.process.phase import Phase, PhaseKind, execute_phase
+from chaos.process.phase import Phase, PhaseKind
+from chaos.process.run import execute_phase
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 from chaos.secrets import scrub_file

@@ -17,7 +17,8 @@ from pathlib import Path
 from chaos.errors import Interrupted, UsageError
 from chaos.process import ptrace
 from chaos.process.commits import Commits, CommitStop
-from chaos.process.phase import ABORT, Before, Phase, settle
+from chaos.process.phase import ABORT, Phase
+from chaos.process.run import Before, settle
 from chaos.process.stop import Trigger
 from chaos.process.tree import TracedProcess
 from chaos.scenario.model import Configuration

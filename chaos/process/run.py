@@ -1,0 +1,237 @@
+"""Running one phase of a session-log agent: start it in the world, stop it at the boundary, keep the log.
+
+A phase is one process of the target (the clean setup run of a compaction
+scenario, the start, each resume, the idempotence rerun), with a timeout. The
+log's bytes are read the moment the process is gone, before held requests and
+gates are released or anything else may touch it, and handed to ``keep``
+(which saves a crash prefix at once).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.contract.framing import committed_length
+from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.ledger import entries as read_ledger
+from chaos.process import ptrace
+from chaos.process.durability import Durability
+from chaos.process.phase import ABORT, Phase
+from chaos.process.stop import Decide, Stopper, Trigger
+from chaos.process.tree import TracedProcess
+from chaos.process.waiting import Waiting
+from chaos.scenario.model import Configuration
+from chaos.world.sandbox import sandbox_disk_full
+from chaos.world.world import World
+
+
+def _effect_starts(ledger: list[dict[str, Any]]) -> list[str]:
+    return [e["effect"] for e in ledger if e["phase"] == "start"]
+
+
+@dataclass(frozen=True)
+class Before:
+    """What the world had seen when a phase started, to tell what the phase itself did."""
+
+    requests: int
+    streams: int
+    ledger: int  # lines in the effect ledger
+    effects: int
+    strays: frozenset[str]
+
+    @classmethod
+    def of(cls, world: World) -> Before:
+        server, ledger = world.server, read_ledger(world.box.ledger)
+        strays = frozenset(world.box.strays())
+        return cls(len(server.requests), server.streams, len(ledger), len(_effect_starts(ledger)), strays)
+
+
+def settle(
+    world: World, phase: Phase, proc: TracedProcess, started: float, ended: bool, before: Before
+) -> None:
+    """What the phase's process did, once it is gone (or handed on, paused)."""
+    own_faults(world, proc, phase.name)
+    phase.seconds = time.monotonic() - started
+    phase.timed_out = not ended
+    phase.requests = (before.requests, len(world.server.requests))
+    phase.streams = world.server.streams - before.streams
+    phase.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
+    phase.strays = sorted(set(world.box.strays()) - before.strays)
+    phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
+    phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
+
+
+def own_faults(world: World, proc: TracedProcess, name: str) -> None:
+    """chaos's own failures during phase ``name`` (its tracer's, its model server's): raised as a
+    ``ChaosFault``, never taken for the agent's behaviour."""
+    if proc.fault is not None:
+        raise ChaosFault(f"the tracer of {name} failed: {proc.fault!r}") from proc.fault
+    sandbox_disk_full(world.box.root)
+    if world.server.fault is not None:
+        fault = world.server.fault
+        raise ChaosFault(f"the model server failed during {name}: {fault!r}") from fault
+
+
+def continue_phase(
+    world: World, phase: Phase, paused: Phase, timeout: float, keep: Callable[[Phase], None] | None = None
+) -> Phase:
+    """Let the paused writer of ``paused`` go on (SIGCONT) after another process resumed its session,
+    and wait for it to end, as ``execute_phase`` waits for a process of its own."""
+    proc = paused.frozen
+    assert proc is not None
+    paused.frozen = None
+    phase.log_before = world.log()
+    before = Before.of(world)
+    phase.ledger_before = before.ledger
+    started, exited = time.monotonic(), False
+    try:
+        proc.signal_group(signal.SIGCONT)
+        while not exited and time.monotonic() < started + timeout:
+            if ABORT.is_set():
+                raise Interrupted(f"interrupted during {phase.name}")
+            exited = proc.wait(0.05)
+    finally:
+        phase.kill = proc.reap()
+        phase.log_after = world.log()
+        if keep is not None:
+            keep(phase)
+    settle(world, phase, proc, started, exited, before)
+    return phase
+
+
+class _Arming:
+    """What a fault arms before the phase (``chaos.fault.Arming``): the world's misbehaving answer to
+    the request the trigger catches, the tracer's failing system calls."""
+
+    def __init__(self, world: World, trigger: Trigger, stopper: Stopper) -> None:
+        self.world, self.trigger, self.stopper = world, trigger, stopper
+
+    def misbehave(self, how: str) -> None:
+        assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
+        self.world.server.misbehave(self.trigger.request, how)
+
+    def fail_syscalls(self, how: str) -> None:
+        self.stopper.failing = how
+
+
+def _cut(world: World, durable: int) -> bytes:
+    """Truncate the log to its durable length; return what had been written."""
+    path, written = world.log_path(), world.log()
+    if path is not None and durable < len(written):
+        os.truncate(path, durable)
+    return written
+
+
+def execute_phase(
+    world: World,
+    phase: Phase,
+    config: Configuration,
+    timeout: float,
+    out: Path,
+    keep: Callable[[Phase], None] | None = None,
+    pause: Decide | None = None,
+    on_wait: Callable[[], None] | None = None,
+) -> Phase:
+    """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left.
+
+    ``on_wait`` is called once if the process comes to wait on something outside itself (a lock a
+    paused writer holds, see ``chaos.process.waiting``); the phase goes on when it returns."""
+    crash = phase.crash
+    fault = crash.kind if crash is not None else None
+    phase.log_before = world.log()
+    if fault is not None and fault.traced and ptrace.unavailable() is not None:
+        raise UsageError(
+            f"the {fault.name} fault needs the tracer (to see the agent's syncs, or to fail its system calls), "
+            f"and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: run it "
+            "where ptrace is allowed"
+        )
+    before = Before.of(world)
+    phase.ledger_before = before.ledger
+    trigger = Trigger.arm(world, crash) if crash else None
+    traps = (trigger is not None and trigger.durable) or (fault is not None and fault.traced)
+    durability = None
+    if traps and ptrace.unavailable() is None:
+        start = committed_length(phase.log_before)
+        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
+        durability = Durability(log_path, str(world.box.ledger), start, world.scenario.persistence)
+    abort = world.target.capabilities.abort or "SIGINT"
+    stopper = Stopper(
+        trigger, crash, lambda: str(world.log_path() or ""), signal.Signals[abort], pause, durability
+    )
+    if fault is not None and trigger is not None:
+        fault.arm(_Arming(world, trigger, stopper))
+    if fault is not None and fault.cuts_to_synced and durability is not None:
+        world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
+    env = world.env(config, trigger.gates() if trigger else [])
+    started = time.monotonic()
+    stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
+    pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
+    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing)
+    deadline, exited, handed_on = started + timeout, False, False
+    waiting = (
+        Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)
+        if on_wait is not None
+        else None
+    )
+    try:
+        while not exited and time.monotonic() < deadline and not (pausing and stopper.stopped):
+            if ABORT.is_set():
+                raise Interrupted(f"interrupted during {phase.name}")
+            asking = time.monotonic()
+            stopper.tick()
+            if pause is not None:
+                deadline += time.monotonic() - asking  # a person's thinking time is not the agent's
+            if waiting is not None and on_wait is not None and waiting():
+                waited = time.monotonic()
+                on_wait()  # another process acted meanwhile: this one's doings are counted from here
+                before = Before.of(world)
+                phase.ledger_before = before.ledger
+                waiting, deadline = None, deadline + time.monotonic() - waited
+            exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
+        if stopper.choice == "quit":
+            raise Interrupted(f"quit at the pause in {phase.name}")
+        handed_on = stopper.frozen and not exited
+    finally:  # also when chaos itself is interrupted: the target never outlives the phase
+        stopper.release()
+        world.durable_limit = None
+        if handed_on:
+            phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
+        else:
+            if exited and trigger is not None:
+                trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
+            phase.kill = proc.reap()
+        if durability is not None and fault is not None and fault.cuts_to_synced and stopper.stopped:
+            phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
+        phase.log_after = world.log()
+        if keep is not None:
+            keep(phase)
+    settle(world, phase, proc, started, exited or handed_on, before)
+    if durability is not None:
+        phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
+    phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
+    phase.failed_calls = stopper.failed
+    if phase.killed or handed_on:
+        phase.outcome = None
+    if trigger is not None:
+        phase.continued = stopper.continued
+        phase.reached = stopper.stopped or phase.continued
+        phase.torn = stopper.torn
+        if trigger.durable:
+            lands = (
+                fault.lands_after if fault is not None else 0
+            )  # the facts a fault lets through are its own
+            phase.late_facts = None if stopper.late is None else max(0, stopper.late - lands)
+            phase.exact = stopper.stopped and phase.late_facts == 0
+            phase.mechanism = "ptrace" if proc.exact else "poll"
+        else:
+            phase.late_facts = 0 if stopper.held_at_stop else None
+            phase.exact = bool(stopper.stopped and stopper.held_at_stop)
+            phase.mechanism = "world"
+        trigger.disarm()
+    return phase
