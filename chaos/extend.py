@@ -29,9 +29,11 @@ what it may do.
 
 ``Fault``: one kind of trouble at a boundary
     A subclass of ``chaos.fault.Fault`` (where it lands, what the target must
-    declare, what it arms in the world, what it does at the boundary through
-    the ``Stop`` mechanisms, what a power cut keeps, which checks it makes
-    meaningful), registered in ``chaos.fault.FAULTS`` under its name, which is
+    declare, what it arms in the world as typed mechanisms (a ``Misbehaviour``
+    the model server carries out, ``FailingCalls`` the tracer fails), what it
+    does at the boundary through the ``Stop`` mechanisms, what a power cut
+    keeps, whether it lands on a framework's store (``on_stores``), which checks
+    it makes meaningful), registered in ``chaos.fault.FAULTS`` under its name, which is
     also its spelling in ``--fault NAME`` and ``fault = "NAME"``.
     ``tests/test_faults.py`` holds each registered fault to a shipped
     scenario, a bug it exposes, a check that catches it and a row in docs/crash-model.md.
@@ -76,7 +78,7 @@ from chaos.check import CONCERNS
 from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
-from chaos.fault import FAULTS, Arming, Fault, Stop
+from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
 from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
@@ -92,8 +94,10 @@ __all__ = [
     "Call",
     "Check",
     "Evidence",
+    "FailingCalls",
     "Fault",
     "Judge",
+    "Misbehaviour",
     "Output",
     "Pause",
     "Paused",

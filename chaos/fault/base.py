@@ -20,7 +20,9 @@ line (``--fault NAME``) and in a scenario file (``fault = "NAME"``).
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+import errno
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Protocol
 
 IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 
@@ -47,14 +49,41 @@ class Stop(Protocol):
         """No stop: the fault is the world's (the model server's answer, a failing disk)."""
 
 
+@dataclass(frozen=True)
+class Misbehaviour:
+    """How the model server answers the held request instead (the world carries it out as told): what it
+    sends after a 200 (nothing, a body that is not JSON, half the answer, the whole, the whole twice), at
+    what pace, and how the connection ends."""
+
+    name: str  # the fault's name: what the request log records
+    sends: Literal["nothing", "not-json", "half", "whole", "twice"]
+    ends: Literal["open", "close", "reset"] = "open"  # left open, closed, or reset (RST)
+    seconds_per_byte: float = 0.0  # a trickle: one byte at a time
+
+
+@dataclass(frozen=True)
+class FailingCalls:
+    """Which of the log's system calls the tracer fails from the boundary on, and how: with ``error``
+    (an errno), or cut short to half (``error`` None); every such call or only the first (``once``).
+    An fsync that fails may drop the dirty pages (``drops_unsynced``): nothing unsynced counts after."""
+
+    calls: frozenset[Literal["write", "writev", "sync"]]
+    error: int | None
+    once: bool = False
+    drops_unsynced: bool = False
+
+
+ENOSPC, EIO = errno.ENOSPC, errno.EIO
+
+
 class Arming(Protocol):
     """What a fault may arm in the world before the phase."""
 
-    def misbehave(self, how: str) -> None:
-        """The model server answers the held request this way instead (reset, cut-stream, ...)."""
+    def misbehave(self, how: Misbehaviour) -> None:
+        """The model server answers the held request ``how`` instead."""
 
-    def fail_syscalls(self, how: str) -> None:
-        """The tracer fails the log's writes or syncs this way from the boundary on (enospc, ...)."""
+    def fail_syscalls(self, how: FailingCalls) -> None:
+        """The tracer fails the log's system calls ``how`` from the boundary on."""
 
 
 class Fault:

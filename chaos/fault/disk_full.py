@@ -5,7 +5,7 @@ again for the resume."""
 
 from __future__ import annotations
 
-from chaos.fault.base import Arming, Fault, Stop
+from chaos.fault.base import ENOSPC, Arming, FailingCalls, Fault, Stop
 
 
 class DiskFull(Fault):
@@ -16,7 +16,7 @@ class DiskFull(Fault):
     enables = ("intent-before-effect", "requests-attempted", "final-reduces")
 
     def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls("enospc")
+        arming.fail_syscalls(FailingCalls(frozenset({"write", "writev"}), ENOSPC))
 
     def stop(self, stop: Stop) -> None:
         stop.go_on()

@@ -5,7 +5,7 @@ the unsynced bytes: no effect, no request built on them."""
 
 from __future__ import annotations
 
-from chaos.fault.base import Arming, Fault, Stop
+from chaos.fault.base import EIO, Arming, FailingCalls, Fault, Stop
 
 
 class FsyncError(Fault):
@@ -17,7 +17,7 @@ class FsyncError(Fault):
     enables = ("intent-synced", "requests-attempted")
 
     def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls("eio")
+        arming.fail_syscalls(FailingCalls(frozenset({"sync"}), EIO, once=True, drops_unsynced=True))
 
     def stop(self, stop: Stop) -> None:
         stop.go_on()

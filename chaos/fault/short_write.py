@@ -3,7 +3,7 @@ count. The process goes on: it must finish the line, or stop and leave a torn ta
 
 from __future__ import annotations
 
-from chaos.fault.base import Arming, Fault, Stop
+from chaos.fault.base import Arming, FailingCalls, Fault, Stop
 
 
 class ShortWrite(Fault):
@@ -14,7 +14,7 @@ class ShortWrite(Fault):
     enables = ("final-reduces",)
 
     def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls("short")
+        arming.fail_syscalls(FailingCalls(frozenset({"write"}), None, once=True))
 
     def stop(self, stop: Stop) -> None:
         stop.go_on()

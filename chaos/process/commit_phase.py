@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chaos.errors import Interrupted, UsageError
+from chaos.fault.base import FailingCalls, Misbehaviour
 from chaos.process import ptrace
 from chaos.process.commits import Commits, CommitStop
 from chaos.process.phase import ABORT, Phase
@@ -46,12 +47,12 @@ class _WorldArming:
     def __init__(self, world: World, trigger: Trigger) -> None:
         self.world, self.trigger = world, trigger
 
-    def misbehave(self, how: str) -> None:
+    def misbehave(self, how: Misbehaviour) -> None:
         assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
         self.world.server.misbehave(self.trigger.request, how)
 
-    def fail_syscalls(self, how: str) -> None:
-        raise UsageError(f"{how}: failing system calls is not available for a framework's store")
+    def fail_syscalls(self, how: FailingCalls) -> None:
+        raise UsageError("failing a store's system calls is not available (a disk fault needs a session log)")
 
 
 def execute_commit_phase(

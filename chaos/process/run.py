@@ -19,6 +19,7 @@ from typing import Any
 
 from chaos.contract.framing import committed_length
 from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.fault.base import FailingCalls, Misbehaviour
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.durability import Durability
@@ -112,11 +113,11 @@ class _Arming:
     def __init__(self, world: World, trigger: Trigger, stopper: Stopper) -> None:
         self.world, self.trigger, self.stopper = world, trigger, stopper
 
-    def misbehave(self, how: str) -> None:
+    def misbehave(self, how: Misbehaviour) -> None:
         assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
         self.world.server.misbehave(self.trigger.request, how)
 
-    def fail_syscalls(self, how: str) -> None:
+    def fail_syscalls(self, how: FailingCalls) -> None:
         self.stopper.failing = how
 
 

@@ -18,13 +18,13 @@ tracer); optionally after a person decided at a pause.
 from __future__ import annotations
 
 import contextlib
-import errno
 import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.fault import FAULTS
+from chaos.fault.base import FailingCalls
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.durability import Durability
@@ -134,7 +134,7 @@ class Stopper:
         self.killed = False  # the tree got SIGKILL: a crash
         self.frozen = False  # the tree was frozen for a second writer
         self.torn = False  # a write to the log was cut short before the kill
-        self.failing = ""  # enospc / eio / short: the log's system calls fail this way once stopped
+        self.failing: FailingCalls | None = None  # the log's system calls fail so once stopped (a disk fault)
         self.failed = 0  # system calls failed (or cut short) so far
         self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
         self.late: int | None = None  # durable: facts committed past the boundary when the fault landed
@@ -186,7 +186,7 @@ class Stopper:
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
         asked = self.durability.observe(pid, tag) if self.durability is not None else False
-        if self.failing and self.stopped:
+        if self.failing is not None and self.stopped:
             return self._fail(pid, tag) or asked
         if tag == ptrace.SYNC_ENTRY:
             return asked  # a sync is judged when it returns, once the bytes are durable
@@ -211,7 +211,7 @@ class Stopper:
         self.fire()
         if self._tearing:
             return self._tear(pid, tag)
-        if self.failing:
+        if self.failing is not None:
             return self._fail(pid, tag)  # the write that trapped is the first to fail
         return False
 
@@ -250,26 +250,25 @@ class Stopper:
         return False
 
     def _fail(self, pid: int, tag: int) -> bool:
-        """A disk fault, from the boundary on: the log's writes fail with ENOSPC, its next sync with EIO,
-        or its next write comes back short. The call is not made (or cut); the agent sees the error."""
-        if (
-            tag not in (ptrace.WRITE, ptrace.WRITEV, ptrace.SYNC_ENTRY)
-            or ptrace.call_file(pid)[1] != self.log()
-        ):
+        """A disk fault, from the boundary on, as its ``FailingCalls`` says: the log's writes (or its next
+        sync) fail with an errno, or the next write comes back short. The call is not made (or cut); the
+        agent sees the error."""
+        failing = self.failing
+        assert failing is not None
+        kind = {ptrace.WRITE: "write", ptrace.WRITEV: "writev", ptrace.SYNC_ENTRY: "sync"}.get(tag)
+        if kind is None or kind not in failing.calls or ptrace.call_file(pid)[1] != self.log():
             return False
-        if self.failing == "enospc" and tag != ptrace.SYNC_ENTRY:
-            ptrace.fail_call(pid, errno.ENOSPC)
-        elif self.failing == "eio" and tag == ptrace.SYNC_ENTRY and not self.failed:
-            ptrace.fail_call(pid, errno.EIO)
-            if self.durability is not None:
+        if failing.once and self.failed:
+            return False
+        if failing.error is not None:
+            ptrace.fail_call(pid, failing.error)
+            if failing.drops_unsynced and self.durability is not None:
                 self.durability.drop_unsynced()  # the kernel may drop the dirty pages: nothing more counts
-        elif self.failing == "short" and tag == ptrace.WRITE and not self.failed:
+        else:
             count = ptrace.written_file(pid)[1]
             if count < 2:
                 return False
             ptrace.shorten_write(pid, count // 2)
-        else:
-            return False
         self.failed += 1
         return False
 

@@ -1,4 +1,5 @@
-"""How the world's model server answers a request that a network fault armed (``chaos.fault.network``).
+"""How the world's model server answers a request that a network fault armed (``chaos.fault.network``):
+the fault describes it (``chaos.fault.Misbehaviour``), the server carries it out.
 
 Each way is what providers and networks really do: a connection reset in the middle of the answer, a
 stream (or a body) cut short of its end, an answer that arrives twice, no answer at all, a 200 that is
@@ -15,9 +16,8 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
+from chaos.fault.base import Misbehaviour
 from chaos.world.protocols import Answer
-
-WAYS = ("reset", "cut-stream", "duplicate", "hang", "invalid-json", "trickle")
 
 
 def _head(handler: BaseHTTPRequestHandler, stream: bool, length: int | None) -> None:
@@ -36,45 +36,45 @@ def _reset(handler: BaseHTTPRequestHandler) -> None:
     handler.close_connection = True
 
 
+NOT_JSON = b"<html><body>502 Bad Gateway</body></html>"
+
+
 def answer_badly(
-    handler: BaseHTTPRequestHandler, how: str, answer: Answer, stream: bool, closing: Callable[[], bool]
+    handler: BaseHTTPRequestHandler,
+    how: Misbehaviour,
+    answer: Answer,
+    stream: bool,
+    closing: Callable[[], bool],
 ) -> bool:
-    """Answer ``how``; True when the whole answer was delivered (it bills)."""
+    """Answer as ``how`` says (the fault's own description); True when the whole answer was delivered
+    (it bills)."""
     body = json.dumps(answer.body).encode()
     whole = b"".join(answer.events) if stream else body
     try:
-        if how == "hang":
+        if how.sends == "nothing":
             while not closing():
                 time.sleep(0.05)
             return False
-        if how == "invalid-json":
-            text = b"<html><body>502 Bad Gateway</body></html>"
-            _head(handler, False, len(text))
-            handler.wfile.write(text)
-            return False
-        if how == "duplicate":  # two documents in one body; a stream sent again after its end
-            _head(handler, stream, None if stream else 2 * len(body))
-            handler.wfile.write(whole + whole)
-            return True
-        if how == "trickle":
-            _head(handler, stream, None if stream else len(body))
-            for byte in whole:
+        if how.sends == "not-json":
+            payload = NOT_JSON
+            _head(handler, False, len(payload))
+        else:
+            payload = {"half": whole[: len(whole) // 2], "whole": whole, "twice": whole + whole}[how.sends]
+            times = 2 if how.sends == "twice" else 1  # a body shorter than declared, when cut
+            _head(handler, stream, None if stream else times * len(body))
+        if how.seconds_per_byte:
+            for byte in payload:
                 if closing():
                     return False
                 handler.wfile.write(bytes([byte]))
                 handler.wfile.flush()
-                time.sleep(1.0)
-            return True
-        half = whole[: len(whole) // 2]
-        if how == "cut-stream":  # the body is shorter than declared, the stream ends without its final events
-            _head(handler, stream, None if stream else len(body))
-            handler.wfile.write(half)
+                time.sleep(how.seconds_per_byte)
+        else:
+            handler.wfile.write(payload)
+        if how.ends == "close":
             handler.close_connection = True
-            return False
-        assert how == "reset", how
-        _head(handler, stream, None if stream else len(body))
-        handler.wfile.write(half)
-        _reset(handler)
-        return False
+        elif how.ends == "reset":
+            _reset(handler)
+        return how.sends in ("whole", "twice")
     except OSError:
         return False  # the agent went away meanwhile

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from chaos.fault.base import Misbehaviour
 from chaos.scenario.model import Turn
 from chaos.world.misbehave import answer_badly
 from chaos.world.protocols import PROTOCOLS, Answer, Conversation, Protocol, Rejected
@@ -51,7 +52,7 @@ class Request:
     status: int | None = None  # the answer's HTTP status (None: never answered)
     billed: dict[str, int] | None = None  # the usage a successful answer carried, in the contract's terms
     protocol: str = ""
-    fault: str | None = None  # how a network fault made the server answer it
+    fault: Misbehaviour | None = None  # how a network fault made the server answer it
     refused: str | None = None  # why the real provider would refuse it (chaos.world.strict): answered so
     refused_rule: str | None = None  # the rule it broke, in words that are the same for every protocol
 
@@ -66,7 +67,7 @@ class Request:
             "status": self.status,
             "billed": self.billed,
             "protocol": self.protocol,
-            "fault": self.fault,
+            "fault": self.fault.name if self.fault else None,
             "refused": self.refused,
             "refusedRule": self.refused_rule,
             "body": self.body,
@@ -159,7 +160,7 @@ class ModelServer:
         self._lock = threading.Condition()
         self._released: set[int] = set()
         self._held_numbers: set[int] = set()  # request numbers (1-based) held until released
-        self._misbehave: dict[int, str] = {}  # request number -> how a network fault answers it
+        self._misbehave: dict[int, Misbehaviour] = {}  # request number -> how a network fault answers it
         self._released_numbers: set[int] = set()
         self._answered: set[int] = set()  # request numbers whose answer started
         # streamed answer number (1-based) -> chunks sent before holding
@@ -201,8 +202,8 @@ class ModelServer:
         with self._lock:
             self._held_numbers.add(number)
 
-    def misbehave(self, number: int, how: str) -> None:
-        """Answer the ``number``-th request (1-based) ``how`` (``chaos.world.misbehave.WAYS``), not held."""
+    def misbehave(self, number: int, how: Misbehaviour) -> None:
+        """Answer the ``number``-th request (1-based) ``how`` (a network fault's ``Misbehaviour``), not held."""
         with self._lock:
             self._held_numbers.discard(number)
             self._misbehave[number] = how
