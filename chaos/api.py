@@ -31,6 +31,7 @@ from chaos.doctor.probes import PROBES
 from chaos.errors import Interrupted, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.extend import AfterCase, Judge
+from chaos.fault import FAULTS
 from chaos.mine.corpus import FixtureVerdict, NotACorpus, check_corpus
 from chaos.mine.from_log import Inferred, NotReplayable, scenario_from_log
 from chaos.mine.miner import Miner
@@ -41,7 +42,7 @@ from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
-from chaos.scenario.target import Target, find_target, load_target, store_mismatch
+from chaos.scenario.target import Target, fault_unavailable, find_target, load_target, store_mismatch
 from chaos.sweep.recheck import Change
 from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
@@ -298,6 +299,11 @@ def sweep(
     known = read_baseline(baseline) if baseline is not None else None
     loaded = load_all(list(scenarios) or default_scenarios(target))
     targets = {id(s): target_of(target, s) for s in loaded}
+    for chosen in {t.path: t for t in targets.values()}.values():
+        for name in settings.space.faults:
+            unavailable = fault_unavailable(chosen, FAULTS[name])
+            if unavailable is not None:
+                raise UsageError(f"--fault {name}: {unavailable}")
     miner = Miner(mine) if mine is not None else None
     others: tuple[Judge, ...] = (*(OtherOracle(c) for c in settings.space.oracles), *judges)
     run = Sweep(settings, others, (*after, *((miner.mine,) if miner else ())))

@@ -154,7 +154,7 @@ ROWS = [
         ["sweep", FRAMEWORK, "--target", "langgraph", "--fault", "torn"],
         None,
         None,
-        ["--fault torn", "kill, power-loss"],
+        ["--fault torn", "needs a session log", "kill, power-loss, reset"],
     ),
     (
         "target-check-no-such-target",

@@ -19,6 +19,7 @@ from typing import Any
 
 from chaos.bundled import frameworks_folder, targets_folder
 from chaos.errors import SpecError
+from chaos.fault import FAULTS, Fault
 from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.strict_toml import MISSING, Table
 from chaos.store.base import known
@@ -370,6 +371,17 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
         if why:
             return f"{scenario.name} needs {why}"
     return None
+
+
+def fault_unavailable(target: Target, fault: Fault) -> str | None:
+    """Why ``fault`` can land nowhere on ``target`` (the fault says so itself), or None when it can."""
+    if target.store is None:
+        return None
+    why = fault.unavailable_on_store()
+    if why is None:
+        return None
+    lands = ", ".join(name for name, f in FAULTS.items() if f.unavailable_on_store() is None)
+    return f"{why} (target {target.name}); the faults that land on a store: {lands}"
 
 
 def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> str | None:
