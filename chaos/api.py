@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.bundled import scenario_names, scenario_path, scenarios_folder
-from chaos.case.record import outputs_writable, writable
+from chaos.case.record import outputs_writable, slug, writable
 from chaos.case.result import CaseResult, read_journal, reported
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
@@ -28,7 +28,7 @@ from chaos.cycle.configuration import target_current, tool_names
 from chaos.cycle.drive import Pause
 from chaos.doctor.diagnosis import Diagnosis, diagnose
 from chaos.doctor.probes import PROBES
-from chaos.errors import Interrupted, SpecError, UsageError
+from chaos.errors import Interrupted, Skipped, SpecError, UsageError
 from chaos.explore.exploration import Exploration, Found
 from chaos.extend import AfterCase, Judge
 from chaos.fault import FAULTS
@@ -38,15 +38,19 @@ from chaos.mine.miner import Miner
 from chaos.mine.oracles import OtherOracle
 from chaos.mine.recording import Recording, record_session
 from chaos.process.phase import ABORT
+from chaos.report.console import render
 from chaos.report.publish import publish
 from chaos.report.summary import Summary
+from chaos.report.text import printable
 from chaos.scenario.files import load_scenario, scenario_files
-from chaos.scenario.model import Scenario, WorkspaceFile, files_problem
+from chaos.scenario.model import Boundary, Crash, Scenario, WorkspaceFile, files_problem
 from chaos.scenario.target import Target, fault_unavailable, find_target, load_target, store_mismatch
+from chaos.sweep.boundaries import phase_boundaries
 from chaos.sweep.recheck import Change
 from chaos.sweep.recheck import recheck as recheck_cases
 from chaos.sweep.runner import Sweep, sweep_all
 from chaos.sweep.settings import Settings
+from chaos.triage.failure import failure_of
 from chaos.triage.groups import read_baseline
 from chaos.world.recorder import Upstream
 
@@ -126,6 +130,61 @@ def run(
         writable(results, "--results")
     ABORT.clear()  # an earlier interrupted run or sweep of this process does not stop this one
     return run_case(loaded, chosen, target_env or {}, results, timeout, pause, tuple(judges))
+
+
+def case(
+    scenario: ScenarioRef,
+    target: TargetRef | None = None,
+    *,
+    target_env: dict[str, str] | None = None,
+    results: Path | None = None,
+) -> Verdict:
+    """One case as a sweep runs it (the pytest plugin's items): ``run`` without its refusals, raising
+    ``Skipped`` when the scenario's crash cannot land on the target or needs what it does not declare."""
+    loaded = load(scenario)
+    chosen = target_of(target, loaded)
+    return run_case(loaded, chosen, target_env or {}, results)
+
+
+def boundaries(
+    scenario: ScenarioRef,
+    target: TargetRef | None = None,
+    *,
+    target_env: dict[str, str] | None = None,
+    results: Path | None = None,
+) -> list[Boundary]:
+    """Every boundary the scenario's uninterrupted run passes, what a sweep crashes at (its run is kept
+    under ``results``); none when the target cannot run it (each case of it is skipped, with why)."""
+    try:
+        clean = case(load(scenario).with_crash(None), target, target_env=target_env, results=results)
+    except Skipped:
+        return []
+    return phase_boundaries(clean.evidence.start)
+
+
+def crashes_at(boundary: Boundary, faults: Sequence[str] = ("kill",)) -> list[Crash]:
+    """A crash by each of ``faults`` that lands at ``boundary``."""
+    return CaseSpace(faults=tuple(faults)).crashes_at(boundary)
+
+
+def explain(verdict: Verdict) -> str:
+    """A verdict in words, escaped: for a failing case its failure key and reproduce command first (a
+    JUnit message keeps only its first lines), its failure and first failing check; then what ``chaos run``
+    prints (every check, the reproduce command)."""
+    found = failure_of(verdict)
+    if found is None:
+        return render(verdict)
+    head = [
+        f"[{found.key}] reproduce: {verdict.reproduce()}",
+        found.label,
+        f"here: {verdict.failed[0].text()}",
+    ]
+    return "\n".join(printable(line) for line in head) + "\n" + render(verdict)
+
+
+def case_folder(results: Path, name: str) -> Path:
+    """Where a named case of a run outside ``sweep`` keeps its record under ``results``."""
+    return results / "cases" / slug(name, 150)
 
 
 @dataclass

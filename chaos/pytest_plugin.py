@@ -22,18 +22,8 @@ from typing import Any
 import orjson
 import pytest
 
-from chaos.case.record import slug
-from chaos.case.run import run_case
-from chaos.case.space import CaseSpace
-from chaos.errors import Skipped, SpecError
-from chaos.fault import FAULTS
-from chaos.report.console import render
-from chaos.report.text import printable
-from chaos.scenario.files import load_scenario
-from chaos.scenario.model import Boundary, Crash, Scenario
-from chaos.scenario.target import Target, find_target, load_target
-from chaos.sweep.boundaries import phase_boundaries
-from chaos.triage.failure import failure_of
+from chaos import Boundary, Crash, Scenario, Skipped, Target, UsageError, api
+from chaos.extend import FAULTS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,11 +72,9 @@ def _env(config: pytest.Config) -> dict[str, str]:
 class ChaosScenario(pytest.File):
     def _load(self) -> tuple[Scenario, Target]:
         try:
-            scenario = load_scenario(self.path)
-            target = load_target(
-                find_target(self.config.getoption("chaos_target") or scenario.target, self.path)
-            )
-        except SpecError as err:
+            scenario = api.load(self.path)
+            target = api.target_of(self.config.getoption("chaos_target"), scenario)
+        except UsageError as err:
             raise self.CollectError(str(err)) from None
         return scenario, target
 
@@ -95,9 +83,9 @@ class ChaosScenario(pytest.File):
         yield ChaosCase.from_parent(self, name="no crash", crash=None)
         if scenario.crash is not None:
             yield ChaosCase.from_parent(self, name="as written", crash=scenario.crash, as_written=True)
-        space = CaseSpace(faults=tuple(self.config.getoption("chaos_fault") or ("kill",)))
+        faults = tuple(self.config.getoption("chaos_fault") or ("kill",))
         for boundary in self._boundaries(scenario, target):
-            for crash in space.crashes_at(boundary):
+            for crash in api.crashes_at(boundary, faults):
                 yield ChaosCase.from_parent(self, name=str(crash), crash=crash)
 
     def _boundaries(self, scenario: Scenario, target: Target) -> list[Boundary]:
@@ -110,11 +98,7 @@ class ChaosScenario(pytest.File):
         if cache.exists():
             return [Boundary.parse(text) for text in orjson.loads(cache.read_bytes())]
         folder = results / "collect" / f"{scenario.name}-{key}"
-        try:
-            clean = run_case(scenario.with_crash(None), target, env, folder)
-        except Skipped:
-            return []  # every case of it is skipped, each with its reason
-        boundaries = phase_boundaries(clean.evidence.start)
+        boundaries = api.boundaries(scenario, target, target_env=env, results=folder)  # none: all skipped
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(orjson.dumps([str(b) for b in boundaries]))
@@ -135,22 +119,14 @@ class ChaosCase(pytest.Item):
     def runtest(self) -> None:
         assert isinstance(self.parent, ChaosScenario)
         scenario, target = self.parent._load()
-        folder = (
-            Path(self.config.getoption("chaos_results")) / "cases" / slug(f"{scenario.name}-{self.name}", 150)
-        )
+        folder = api.case_folder(Path(self.config.getoption("chaos_results")), f"{scenario.name}-{self.name}")
         case = scenario if self.as_written else scenario.with_crash(self.crash)
         try:
-            verdict = run_case(case, target, _env(self.config), folder)
+            verdict = api.case(case, target, target_env=_env(self.config), results=folder)
         except Skipped as why:
             pytest.skip(str(why))
-        failure = failure_of(verdict)
-        if failure is not None:  # key and reproduce first: a JUnit message keeps only its first lines
-            head = [
-                f"[{failure.key}] reproduce: {verdict.reproduce()}",
-                failure.label,
-                f"here: {verdict.failed[0].text()}",
-            ]
-            raise ChaosFinding("\n".join(printable(line) for line in head) + "\n" + render(verdict))
+        if not verdict.ok:
+            raise ChaosFinding(api.explain(verdict))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ChaosFinding):

@@ -137,3 +137,11 @@ def test_the_package_root_is_small_and_every_name_resolves() -> None:
         module = chaos if name in chaos.__all__ else chaos.extend
         assert getattr(module, name) is not None, name
     assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130]
+
+
+def test_the_pytest_plugin_is_built_on_the_public_api() -> None:
+    """The plugin is a user of chaos like any other: the package root, ``chaos.api``, ``chaos.extend``."""
+    used = {
+        m for m in _imports("chaos.pytest_plugin", MODULES["chaos.pytest_plugin"]) if m.startswith("chaos")
+    }
+    assert used <= {"chaos", "chaos.api", "chaos.extend"}, used
