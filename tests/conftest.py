@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+import tests.store_adapter  # noqa: F401 (registers the test's own store adapter, test-jsonl)
+
 REPO = Path(__file__).resolve().parent.parent
 ENV = "CHAOS_CONFORMANCE_DIR"
 

@@ -12,35 +12,12 @@ import pytest
 
 from chaos import api
 from chaos.scenario.model import Boundary, Crash
-from chaos.store import STORES, Call, Output, Store, View, register, store_named
+from chaos.store import STORES, Call, Output, View, store_named
 from chaos.store.sqlite import commits_frame
 from tests.conftest import MINED, REPO, needs_ptrace
 
 SCENARIO = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
 STORE_AGENT = REPO / "tests" / "targets" / "store-agent.toml"
-
-
-class JsonlStore(Store):
-    """The test's own adapter: one JSON item per line (written by tests/agents/store_agent.py)."""
-
-    name = "test-jsonl"
-    commit = "line"
-    description = "a JSONL store of the test agent's own"
-
-    def read(self, files: dict[str, bytes]) -> View:
-        items = [
-            json.loads(line)
-            for data in files.values()
-            for line in data.decode().splitlines()
-            if line.endswith("}")
-        ]
-        calls = tuple(Call(i["id"], i["name"], i["arguments"]) for i in items if i["type"] == "call")
-        outputs = tuple(Output(i["callId"], i["text"]) for i in items if i["type"] == "output")
-        final = items[-1]["text"] if items and items[-1]["type"] == "final" else None
-        return View(calls, outputs, final, len(items), started=bool(items))
-
-
-register(JsonlStore())
 
 
 def test_view_tells_orphans_and_duplicates() -> None:

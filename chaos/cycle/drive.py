@@ -22,12 +22,11 @@ from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
-from chaos.process.commit_phase import execute_commit_phase
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, execute_phase
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
-from chaos.store import Store, store_named
+from chaos.store import Store
 from chaos.world.world import World, build_world
 
 Keep = Callable[[Phase], None]
@@ -162,12 +161,13 @@ SESSION = "chaos-session"  # the thread (session) id a framework agent is starte
 
 
 def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phases: list[Phase]) -> None:
-    """A framework agent's cycle (``chaos.process.commit_phase``): started, crashed at a commit or in
-    flight, resumed until a resume ends by itself (crashing the first at ``then_crash``), then once more."""
+    """A framework agent's cycle: started (under a session id chaos gives it), crashed at a commit or in
+    flight, and, if the crash landed, resumed until a resume ends by itself (crashing the first at
+    ``then_crash``); then resumed once more. A run that was not crashed is not resumed but that once."""
     scenario, target, limit = world.scenario, world.target, world.scenario.timeout
 
     def run(phase: Phase, config: Configuration) -> Phase:
-        phases.append(execute_commit_phase(world, store, phase, config, limit, out, keep))
+        phases.append(execute_phase(world, phase, config, limit, out, keep))
         return phase
 
     argv = world.argv(target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
@@ -198,12 +198,10 @@ def drive_cycle(
     timings: dict[str, float] = {}
     with timed(timings, "world"):
         world = build_world(scenario, target, extra_env)
-    if target.store is not None:  # a real provider gives fresh call ids; no session log to read attempts
-        world.server.fresh_ids, world.server.attempt_of = True, None
     phases: list[Phase] = []
     try:
-        if target.store is not None:
-            _store_cycle(world, store_named(target.store.kind), out, keep, phases)
+        if world.store is not None:
+            _store_cycle(world, world.store, out, keep, phases)
             return Evidence(
                 scenario,
                 target,

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.process import ptrace
-from chaos.process.tree import TracedProcess
 from chaos.scenario.model import Boundary
 from chaos.store import Store, View
 from chaos.store.sqlite import FRAME_HEADER, commits_frame
@@ -147,45 +145,3 @@ def reached(boundary: Boundary, count: int, views: list[View], base: View) -> bo
         return count == boundary.nth
     before = views[-2] if len(views) > 1 else base
     return _count(boundary, views[-1], base) >= boundary.nth > _count(boundary, before, base)
-
-
-class CommitStop:
-    """The tracer's policy for a store phase: at the boundary's commit, SIGKILL the whole tree."""
-
-    def __init__(self, commits: Commits, boundary: Boundary | None, base: View) -> None:
-        self.commits, self.boundary, self.base = commits, boundary, base
-        self.proc: TracedProcess | None = None
-        self.stopped = False
-        self.begun_at_kill = 0
-        self.views: list[View] = []  # the store after each commit, for call- and output-durable boundaries
-        self._lock = threading.Lock()
-
-    def attach(self, proc: TracedProcess) -> None:
-        self.proc = proc
-
-    def hold(self, pid: int) -> float:
-        return self.commits.hold(pid)
-
-    @property
-    def late(self) -> int:
-        """Commit frames begun after the kill was decided: 0 is an exact kill."""
-        return self.commits.begun - self.begun_at_kill if self.stopped else 0
-
-    def at_trap(self, pid: int, tag: int) -> bool:
-        ask, committed = self.commits.observe(pid, tag)
-        boundary = self.boundary
-        if not committed or boundary is None or self.stopped:
-            return ask
-        if boundary.what != "commit":
-            self.views.append(self.commits.view())
-        if reached(boundary, self.commits.count, self.views, self.base):
-            self.kill()
-        return ask
-
-    def kill(self) -> None:
-        with self._lock:
-            if self.stopped or self.proc is None:
-                return
-            self.stopped = True
-            self.begun_at_kill = self.commits.begun
-            self.proc.kill()

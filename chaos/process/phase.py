@@ -1,8 +1,7 @@
 """One phase of a target: one process of the run (the clean setup run of a compaction scenario, the
 start, each resume, a paused writer let go on, the idempotence rerun), as data: what it did, the log
 (or a framework's store) it found and left, and where its crash landed. Running one is
-``chaos.process.run`` (a session-log agent's) and ``chaos.process.commit_phase`` (a framework agent's);
-what is kept of it is ``chaos.process.record``.
+``chaos.process.run`` (one runner for every target); what is kept of it is ``chaos.process.record``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""Running one phase of a session-log agent: start it in the world, stop it at the boundary, keep the log.
+"""Running one phase of a target: start it in the world, stop it at the boundary, keep what it left.
 
 A phase is one process of the target (the clean setup run of a compaction
 scenario, the start, each resume, the idempotence rerun), with a timeout. The
-log's bytes are read the moment the process is gone, before held requests and
-gates are released or anything else may touch it, and handed to ``keep``
-(which saves a crash prefix at once).
+log's bytes (or a framework's store files) are read the moment the process is
+gone, before held requests and gates are released or anything else may touch
+it, and handed to ``keep`` (which saves a crash prefix at once). One runner,
+one stop policy (``chaos.process.stop``) for every target: what differs is
+what the target's store adapter makes durable (``world.store``), and how its
+durable boundaries show at the tracer (facts of a log, commits of a store).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from chaos.errors import ChaosFault, Interrupted, UsageError
 from chaos.fault.base import FailingCalls, Misbehaviour
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
+from chaos.process.commits import Commits
 from chaos.process.durability import Durability
 from chaos.process.phase import ABORT, Phase
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
-from chaos.scenario.model import Configuration
+from chaos.scenario.model import Configuration, Crash
 from chaos.world.sandbox import sandbox_disk_full
 from chaos.world.world import World
 
@@ -129,6 +133,37 @@ def _cut(world: World, durable: int) -> bytes:
     return written
 
 
+def _power_cut(workspace: Path, written: dict[str, bytes], durable: dict[str, bytes]) -> None:
+    """Leave in the workspace only what a power cut would of a framework's store: each file as of its last
+    sync (gone if it never had one), and no SQLite shared-memory index (it lived in memory)."""
+    for name in set(written) | set(durable):
+        path = workspace / name
+        if name in durable:
+            path.write_bytes(durable[name])
+        else:
+            path.unlink(missing_ok=True)
+        Path(f"{path}-shm").unlink(missing_ok=True)
+
+
+def _tracer_needed(crash: Crash | None) -> str | None:
+    """Why this crash cannot be carried out without the tracer, where it is unavailable (None: it can)."""
+    if crash is None or ptrace.unavailable() is None:
+        return None
+    if crash.boundary.in_store:
+        return (
+            f"{crash.boundary} is a commit of the store, caught only by the tracer, and exact kills are "
+            f"unavailable here ({ptrace.unavailable()}); run it where ptrace is allowed, or crash at an "
+            "in-flight boundary"
+        )
+    if crash.kind.traced:
+        return (
+            f"the {crash.kind.name} fault needs the tracer (to see the agent's syncs, or to fail its system "
+            f"calls), and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: "
+            "run it where ptrace is allowed"
+        )
+    return None
+
+
 def execute_phase(
     world: World,
     phase: Phase,
@@ -139,31 +174,54 @@ def execute_phase(
     pause: Decide | None = None,
     on_wait: Callable[[], None] | None = None,
 ) -> Phase:
-    """Run ``phase``'s process to its end, or to its crash; fill in what it did and the log it left.
+    """Run ``phase``'s process to its end, or to its crash; fill in what it did and what it left durable:
+    the session log, or a framework's store (``world.store``: its files, read through its adapter, its
+    commits seen at the tracer's traps).
 
     ``on_wait`` is called once if the process comes to wait on something outside itself (a lock a
     paused writer holds, see ``chaos.process.waiting``); the phase goes on when it returns."""
-    crash = phase.crash
+    crash, store, spec = phase.crash, world.store, world.target.store
     fault = crash.kind if crash is not None else None
-    phase.log_before = world.log()
-    if fault is not None and fault.traced and ptrace.unavailable() is not None:
-        raise UsageError(
-            f"the {fault.name} fault needs the tracer (to see the agent's syncs, or to fail its system calls), "
-            f"and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: run it "
-            "where ptrace is allowed"
-        )
+    refused = _tracer_needed(crash)
+    if refused is not None:
+        raise UsageError(refused)
+    workspace = world.box.workspace
+    found: dict[str, bytes] = {}
+    if store is not None and spec is not None:
+        found = store.snapshot(workspace, spec.path)
+        phase.view_before = store.read(found)
+    else:
+        phase.log_before = world.log()
     before = Before.of(world)
     phase.ledger_before = before.ledger
-    trigger = Trigger.arm(world, crash) if crash else None
-    traps = (trigger is not None and trigger.durable) or (fault is not None and fault.traced)
+    at_commit = crash is not None and crash.boundary.in_store  # a store's commit, seen by the tracer
+    trigger = Trigger.arm(world, crash) if crash is not None and not at_commit else None
+    commits = (
+        Commits(
+            store,
+            workspace,
+            spec.path,
+            str(world.box.ledger),
+            world.scenario.store_delay,
+            fault is not None and fault.cuts_to_synced,
+        )
+        if store is not None and spec is not None
+        else None
+    )
+    traps = (
+        commits is not None
+        or (trigger is not None and trigger.durable)
+        or (fault is not None and fault.traced)
+    )
     durability = None
-    if traps and ptrace.unavailable() is None:
+    if commits is None and traps and ptrace.unavailable() is None:
         start = committed_length(phase.log_before)
         log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
         durability = Durability(log_path, str(world.box.ledger), start, world.scenario.persistence)
     abort = world.target.capabilities.abort or "SIGINT"
+    log = lambda: str(world.log_path() or "") if store is None else ""  # noqa: E731
     stopper = Stopper(
-        trigger, crash, lambda: str(world.log_path() or ""), signal.Signals[abort], pause, durability
+        trigger, crash, log, signal.Signals[abort], pause, durability, commits, phase.view_before
     )
     if fault is not None and trigger is not None:
         fault.arm(_Arming(world, trigger, stopper))
@@ -207,18 +265,31 @@ def execute_phase(
             if exited and trigger is not None:
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
             phase.kill = proc.reap()
-        if durability is not None and fault is not None and fault.cuts_to_synced and stopper.stopped:
-            phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
-        phase.log_after = world.log()
+        cut = fault is not None and fault.cuts_to_synced and stopper.stopped
+        if store is not None and spec is not None and commits is not None:
+            if cut:
+                _power_cut(workspace, store.snapshot(workspace, spec.path), commits.durable_files(found))
+            phase.store_files = store.snapshot(workspace, spec.path)
+            phase.view_after = store.read(phase.store_files)
+        else:
+            if durability is not None and cut:
+                phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
+            phase.log_after = world.log()
         if keep is not None:
             keep(phase)
     settle(world, phase, proc, started, exited or handed_on, before)
     if durability is not None:
         phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
+    if commits is not None and proc.exact:
+        phase.calls_at_ledger, phase.commits = commits.at_ledger, commits.count
     phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
     phase.failed_calls = stopper.failed
     if phase.killed or handed_on:
         phase.outcome = None
+    if at_commit:
+        phase.reached, phase.mechanism = stopper.stopped, "ptrace"
+        phase.late_facts = stopper.late_commits
+        phase.exact = stopper.stopped and phase.late_facts == 0
     if trigger is not None:
         phase.continued = stopper.continued
         phase.reached = stopper.stopped or phase.continued

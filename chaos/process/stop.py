@@ -27,10 +27,12 @@ from chaos.fault import FAULTS
 from chaos.fault.base import FailingCalls
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
+from chaos.process.commits import Commits, reached
 from chaos.process.durability import Durability
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Boundary, Crash
+from chaos.store import View
 from chaos.world.world import World
 
 Decide = Callable[[], str]  # asks a person at a pause: "kill", "continue" or "quit"
@@ -124,8 +126,20 @@ class Stopper:
         abort_signal: int,
         pause: Decide | None,
         durability: Durability | None = None,
+        commits: Commits | None = None,
+        base: View | None = None,
     ) -> None:
         self.trigger, self.pause, self.durability = trigger, pause, durability
+        # A framework's store: its commits seen at the traps, the boundary among them (a commit, a call or
+        # output made durable), the store the phase started from, and the store after each commit.
+        self.commits = commits
+        boundary = crash.boundary if crash is not None else None
+        self.at_commit = (
+            boundary if commits is not None and boundary is not None and boundary.in_store else None
+        )
+        self.base = base or View()
+        self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
+        self.begun_at_stop = 0
         self.fault = crash.kind if crash is not None else FAULTS["kill"]
         self.log = log  # the log's path now ("" before it exists)
         self.abort_signal = abort_signal
@@ -183,8 +197,20 @@ class Stopper:
     def go_on(self) -> None:
         """The process goes on: the world's fault (armed before the phase) does the rest."""
 
+    def hold(self, pid: int) -> float:
+        """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""
+        return self.commits.hold(pid) if self.commits is not None else 0.0
+
+    @property
+    def late_commits(self) -> int:
+        """Commit frames begun after a store's commit boundary was reached: 0 is an exact kill."""
+        assert self.commits is not None
+        return self.commits.begun - self.begun_at_stop if self.stopped else 0
+
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
+        if self.commits is not None:
+            return self._commit(pid, tag)
         asked = self.durability.observe(pid, tag) if self.durability is not None else False
         if self.failing is not None and self.stopped:
             return self._fail(pid, tag) or asked
@@ -193,6 +219,20 @@ class Stopper:
         if self._next_fact is not None:
             return self._kill_at_next_fact()
         return self._judge(pid, tag) or asked
+
+    def _commit(self, pid: int, tag: int) -> bool:
+        """A framework's store: each commit the tracer sees, judged against the store boundary."""
+        assert self.commits is not None
+        asked, committed = self.commits.observe(pid, tag)
+        boundary = self.at_commit
+        if not committed or boundary is None or self.stopped:
+            return asked
+        if boundary.what != "commit":
+            self.views.append(self.commits.view())
+        if reached(boundary, self.commits.count, self.views, self.base):
+            self.begun_at_stop = self.commits.begun
+            self.fire()
+        return asked
 
     def _judge(self, pid: int, tag: int) -> bool:
         if self.stopped and self._tearing:

@@ -22,6 +22,7 @@ from chaos.errors import TargetUnusable
 from chaos.scenario.model import Configuration, Scenario
 from chaos.scenario.target import Target, cwd_problem, fill, phase_limit, placeholders
 from chaos.secrets import register_env
+from chaos.store import Store, store_named
 from chaos.world.model_server import ModelServer
 from chaos.world.sandbox import Sandbox, make_sandbox
 
@@ -36,6 +37,9 @@ class World:
     # what a power cut would keep of the log now (a phase with such a fault sets it): requests are
     # judged against that, not against bytes a power cut would lose
     durable_limit: Callable[[], int] | None = None
+    # a framework agent's store (its target's ``[store]``): what it makes durable is read through this
+    # adapter, at the commits of its files; None for a session-log agent, read through the contract
+    store: Store | None = None
 
     @property
     def log_glob(self) -> str:
@@ -131,8 +135,12 @@ def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -
             )
     register_env(extra_env)  # --target-env values are passed on, never written (chaos.secrets)
     box = make_sandbox(scenario.files)
+    store = store_named(target.store.kind) if target.store is not None else None
     world = World(scenario, target, box, ModelServer(scenario.turns, protocol=target.protocol), extra_env)
-    world.server.attempt_of = world.open_attempt
+    world.store = store
+    # A real provider gives fresh call ids; a framework agent keeps no session log to read attempts from.
+    world.server.fresh_ids = store is not None
+    world.server.attempt_of = world.open_attempt if store is None else None
     problem = cwd_problem(world.cwd, box.workspace)
     if problem:
         world.close()
