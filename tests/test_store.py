@@ -237,3 +237,20 @@ def test_explore_generates_a_framework_agent_s_worlds_and_shrinks_what_it_finds(
     shrunk = done.found[0].scenario
     assert shrunk.crash is not None and len(shrunk.turns) <= 3, shrunk
     assert done.found[0].saved is not None and done.found[0].saved.is_file()
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_framework_agent_is_crashed_mid_stream(tmp_path: Path) -> None:
+    """``model-stream`` lands on a framework agent that streams its answers: killed with the answer's first
+    events delivered and the rest held, then resumed; a sweep crashes every streamed answer."""
+    streaming = REPO / "tests" / "targets" / "store-agent-streaming.toml"
+    scenario = api.load(SCENARIO).with_crash(Crash(Boundary("model-stream")))
+    verdict = api.run(scenario, streaming, results=tmp_path / "one")
+    start = verdict.evidence.start
+    assert start.killed and start.exact and start.mechanism == "world", verdict.result().to_json()["phases"]
+    assert verdict.ok, [c.to_json() for c in verdict.failed]
+    done = api.sweep([SCENARIO], streaming, results=tmp_path / "sweep", jobs=2)
+    streamed = [r for r in done.summary.results if r.column.startswith("model-stream")]
+    assert len(streamed) == 2 and not any(r.skipped for r in streamed), [r.case for r in done.summary.results]
+    assert done.ok, [g.label for g in done.summary.groups]

@@ -408,6 +408,4 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
         unavailable = crash.kind.unavailable_on_store() if target.store is not None else None
         if unavailable:
             return unavailable
-        if target.store is not None and boundary.what == "model-stream":
-            return "model-stream boundaries are not available for a framework's store yet"
     return None

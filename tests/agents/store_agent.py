@@ -18,6 +18,7 @@ from typing import Any
 from chaos.ledger import effect
 
 STORE = Path("store.jsonl")
+STREAM = os.environ.get("STORE_AGENT_STREAM") == "1"  # ask for streamed answers
 BUG = os.environ.get("STORE_AGENT_BUG", "")
 
 
@@ -64,8 +65,33 @@ def _ask(items: list[dict[str, Any]]) -> dict[str, Any]:
         json.dumps(body).encode(),
         {"Content-Type": "application/json", "Authorization": "Bearer chaos"},
     )
+    if STREAM:
+        return _streamed(request)
     with urllib.request.urlopen(request, timeout=20) as answer:
         return json.loads(answer.read())["choices"][0]["message"]  # type: ignore[no-any-return]
+
+
+def _streamed(request: urllib.request.Request) -> dict[str, Any]:
+    """The answer streamed (server-sent events), put together from its deltas as an SDK does."""
+    body = json.loads(request.data or b"{}")
+    request.data = json.dumps({**body, "stream": True}).encode()
+    text, calls = "", {}  # type: ignore[var-annotated]
+    with urllib.request.urlopen(request, timeout=20) as answer:
+        for line in answer:
+            data = line.decode().strip().removeprefix("data:").strip()
+            if not data or data == "[DONE]":
+                continue
+            delta = json.loads(data)["choices"][0].get("delta") or {}
+            text += delta.get("content") or ""
+            for piece in delta.get("tool_calls") or []:
+                call = calls.setdefault(
+                    piece["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                call["id"] = piece.get("id") or call["id"]
+                function = piece.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+    return {"content": text or None, "tool_calls": [calls[i] for i in sorted(calls)]}
 
 
 def _deploy(call: dict[str, Any]) -> None:
