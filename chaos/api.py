@@ -4,7 +4,7 @@ with generated scenarios, ``merge`` sharded results, ``check_target`` a new targ
 The command line and the pytest plugin are thin layers over these. Unusable
 input raises ``UsageError`` (a ``SpecError`` for a bad file, naming its line
 and field), an interruption ``Interrupted``, a failure of chaos itself
-``ChaosFault``; a case that needs what the target does not declare raises
+``InternalError``; a case that needs what the target does not declare raises
 ``Skipped`` from ``run`` and is reported as skipped by ``sweep``. A finding is
 never an exception: a verdict or a summary says so.
 """

@@ -3,7 +3,7 @@
 Exit statuses are a contract with CI (like pytest's ``ExitCode``): 0 nothing
 found, 1 a finding against the agent, 2 unusable input, 3 chaos itself failed,
 130 interrupted. A user's mistake is never a finding: everything here that is
-the user's to fix is a ``UsageError`` and says what to change. ``ChaosFault``
+the user's to fix is a ``UsageError`` and says what to change. ``InternalError``
 is chaos's own failure (a tracer that broke, the model server, a report it
 could not write): exit 3, with its cause, and never blamed on the agent, so a
 nightly job tells a regression from a typo from a bug in chaos.
@@ -46,7 +46,7 @@ class Skipped(Exception):
     not run, and not a finding; the message says what it needs and what the target declares."""
 
 
-class ChaosFault(Exception):
+class InternalError(Exception):
     """chaos itself failed (exit 3): not a finding against the agent; the message gives the cause."""
 
 

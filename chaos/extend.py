@@ -52,7 +52,8 @@ what it may do.
     outputs, the final answer, a count of items), pure over a copy of the
     files' bytes; registered with ``chaos.store.register`` under the name a
     target's ``[store] kind`` names. Nothing above ``chaos.store`` changes:
-    ``tests/test_store.py`` adds one from the test file and sweeps it.
+    ``tests/store_adapter.py`` adds one from outside the package, and the
+    whole pipeline (run, sweep, explore, mining) runs on it.
 
 ``effect``: what a tool tells the ledger
     ``chaos.ledger.effect(name, *detail, call_id=...)``, called by a tool where

@@ -22,7 +22,7 @@ import orjson
 
 from chaos.contract import Reducer, plan_recovery
 from chaos.cycle.evidence import Evidence
-from chaos.errors import ChaosFault, UsageError
+from chaos.errors import InternalError, UsageError
 from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
@@ -90,7 +90,7 @@ def writable(path: Path, option: str, folder: bool = True) -> None:
         raise UsageError(f"{option} {path}: {there} is read-only; name a place chaos may write")
     full = disk_full(there)
     if full:
-        raise ChaosFault(f"{option} {path}: {full}; free space there, or write elsewhere")
+        raise InternalError(f"{option} {path}: {full}; free space there, or write elsewhere")
 
 
 def outputs_writable(

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chaos.errors import ChaosFault, ExitCode, Interrupted, UsageError
+from chaos.errors import ExitCode, InternalError, Interrupted, UsageError
 
 # The commands are imported by ``main`` (``_commands``) while ``_startup`` notes a Ctrl-C: one while
 # chaos is still importing its engine is an interruption (exit 130), not a traceback.
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr,
         )
         return ExitCode.INTERRUPTED
-    except ChaosFault as err:
+    except InternalError as err:
         say(f"chaos: chaos itself failed, not the agent: {err}", sys.stderr)
         return ExitCode.INTERNAL
     except Exception as err:  # a bug in chaos: said so, with its traceback, never blamed on the agent

@@ -12,7 +12,7 @@ from chaos.fault.disk_full import DiskFull
 from chaos.fault.fsync_error import FsyncError
 from chaos.fault.kill import Kill
 from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
-from chaos.fault.pause import Pause
+from chaos.fault.pause import PausedWriter
 from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite
 from chaos.fault.torn import Torn
@@ -24,7 +24,7 @@ FAULTS: dict[str, Fault] = {
         Abort(),
         Torn(),
         PowerLoss(),
-        Pause(),
+        PausedWriter(),
         AbortThenKill(),
         DiskFull(),
         FsyncError(),

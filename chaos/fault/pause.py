@@ -8,7 +8,7 @@ from __future__ import annotations
 from chaos.fault.base import Fault, Stop
 
 
-class Pause(Fault):
+class PausedWriter(Fault):
     name = "pause"
     summary = "freeze the writer at its boundary while a second process resumes the session (two writers)"
     crashes = False

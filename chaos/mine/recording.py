@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.case.record import write
-from chaos.errors import ChaosFault
+from chaos.errors import InternalError
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import execute_phase
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
@@ -50,12 +50,12 @@ def record_session(
         for stream in ("stdout", "stderr"):
             scrub_file(folder / f"{phase.name}.{stream}")
         if world.server.fault is not None:
-            raise ChaosFault(f"chaos record: {world.server.fault}")
+            raise InternalError(f"chaos record: {world.server.fault}")
         answers = {index: turn for index, compaction, turn in world.server.recorded if not compaction}
     finally:
         world.close()
     if not answers:
-        raise ChaosFault("chaos record: the agent sent no model request through the recorder")
+        raise InternalError("chaos record: the agent sent no model request through the recorder")
     turns = [answers[i] for i in sorted(answers)]
     expect = (
         Expect(outcome=phase.outcome) if phase.outcome in ("completed", "failed") else Expect(derived=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.contract.framing import committed_length
-from chaos.errors import ChaosFault, Interrupted, UsageError
+from chaos.errors import InternalError, Interrupted, UsageError
 from chaos.fault.base import FailingCalls, Misbehaviour
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
@@ -74,13 +74,13 @@ def settle(
 
 def own_faults(world: World, proc: TracedProcess, name: str) -> None:
     """chaos's own failures during phase ``name`` (its tracer's, its model server's): raised as a
-    ``ChaosFault``, never taken for the agent's behaviour."""
+    ``InternalError``, never taken for the agent's behaviour."""
     if proc.fault is not None:
-        raise ChaosFault(f"the tracer of {name} failed: {proc.fault!r}") from proc.fault
+        raise InternalError(f"the tracer of {name} failed: {proc.fault!r}") from proc.fault
     sandbox_disk_full(world.box.root)
     if world.server.fault is not None:
         fault = world.server.fault
-        raise ChaosFault(f"the model server failed during {name}: {fault!r}") from fault
+        raise InternalError(f"the model server failed during {name}: {fault!r}") from fault
 
 
 def continue_phase(

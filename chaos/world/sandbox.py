@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from chaos.errors import ChaosFault
+from chaos.errors import InternalError
 from chaos.scenario.model import WorkspaceFile, files_problem
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -126,7 +126,7 @@ def sandbox_disk_full(root: Path | None = None) -> None:
     """A full sandbox disk is chaos's trouble, never the agent's (exit 3): every write it made would fail."""
     why = disk_full(root or Path(tempfile.gettempdir()))
     if why:
-        raise ChaosFault(
+        raise InternalError(
             f"{why}: the sandbox (TMPDIR) has no room, and the agent's failures would be the disk's; free "
             "space there or point TMPDIR at another disk, and run again"
         )
