@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
 from chaos.process.phase import Phase, PhaseKind
-from chaos.process.run import continue_phase, execute_phase
+from chaos.process.run import continue_phase, execute_phase, phase_steps
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.store import Store
@@ -98,9 +99,22 @@ def _phase(
     out: Path,
     keep: Keep | None,
     pause: Pause | None = None,
-    on_wait: Callable[[], None] | None = None,
+    paused: Phase | None = None,
+    phases: list[Phase] | None = None,
 ) -> Phase:
-    execute_phase(world, phase, config, limit, out, keep, _decide(world, pause) if pause else None, on_wait)
+    """Run one phase. With a writer ``paused`` at its boundary still holding the session, this phase is a
+    second writer: when it comes to wait (for the lock the paused one holds), the cycle's next step is to
+    let the paused writer go on to its end (``phases`` gets it), and the second resumes from the log it
+    left."""
+    decide = _decide(world, pause) if pause else None
+    with closing(
+        phase_steps(world, phase, config, limit, out, keep, decide, waits=paused is not None)
+    ) as steps:
+        for _ in steps:
+            assert paused is not None and phases is not None
+            phase.wrote_early = world.log() != phase.log_before
+            phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
+            phase.log_before, phase.waited = world.log(), True
     no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
     if no_file and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
         raise _no_log(world, phase, out)
@@ -121,16 +135,7 @@ def _recover(
     while True:
         phase = Phase(PhaseKind.RESUME, argv, crash, index)
         waits = paused is not None and paused.frozen is not None
-        _phase(
-            world,
-            phase,
-            config,
-            limit,
-            out,
-            keep,
-            None,
-            _go_on(world, phase, paused, limit, keep, phases) if waits else None,
-        )
+        _phase(world, phase, config, limit, out, keep, paused=paused if waits else None, phases=phases)
         phases.append(phase)
         if phase.timed_out:
             return
@@ -140,21 +145,6 @@ def _recover(
     if paused is not None and paused.frozen is not None:  # the second writer ended by itself
         phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
     phases.append(_phase(world, Phase(PhaseKind.AGAIN, argv), config, limit, out, keep))
-
-
-def _go_on(
-    world: World, second: Phase, paused: Phase | None, limit: float, keep: Keep | None, phases: list[Phase]
-) -> Callable[[], None]:
-    """What chaos does when the second writer waits (for the session lock the paused one holds): let
-    the paused writer go on to its end, then the second resumes from the log it left."""
-
-    def go_on() -> None:
-        assert paused is not None
-        second.wrote_early = world.log() != second.log_before
-        phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
-        second.log_before, second.waited = world.log(), True
-
-    return go_on
 
 
 SESSION = "chaos-session"  # the thread (session) id a framework agent is started and resumed with

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,14 +172,29 @@ def execute_phase(
     out: Path,
     keep: Callable[[Phase], None] | None = None,
     pause: Decide | None = None,
-    on_wait: Callable[[], None] | None = None,
 ) -> Phase:
     """Run ``phase``'s process to its end, or to its crash; fill in what it did and what it left durable:
     the session log, or a framework's store (``world.store``: its files, read through its adapter, its
-    commits seen at the tracer's traps).
+    commits seen at the tracer's traps)."""
+    for _ in phase_steps(world, phase, config, timeout, out, keep, pause):
+        pass  # (it waits for no one: nothing else is running)
+    return phase
 
-    ``on_wait`` is called once if the process comes to wait on something outside itself (a lock a
-    paused writer holds, see ``chaos.process.waiting``); the phase goes on when it returns."""
+
+def phase_steps(
+    world: World,
+    phase: Phase,
+    config: Configuration,
+    timeout: float,
+    out: Path,
+    keep: Callable[[Phase], None] | None = None,
+    pause: Decide | None = None,
+    waits: bool = False,
+) -> Generator[None, None, None]:
+    """``execute_phase`` in steps: with ``waits``, it yields once if the process comes to wait on something
+    outside itself (a lock a paused writer holds, see ``chaos.process.waiting``), so that the cycle takes
+    its next step meanwhile (lets the paused writer go on); the phase goes on when resumed, counting its
+    own doings from there. Closing it early reaps the process, as an interruption does."""
     crash, store, spec = phase.crash, world.store, world.target.store
     fault = crash.kind if crash is not None else None
     refused = _tracer_needed(crash)
@@ -235,7 +250,7 @@ def execute_phase(
     deadline, exited, handed_on = started + timeout, False, False
     waiting = (
         Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)
-        if on_wait is not None
+        if waits
         else None
     )
     try:
@@ -246,9 +261,9 @@ def execute_phase(
             stopper.tick()
             if pause is not None:
                 deadline += time.monotonic() - asking  # a person's thinking time is not the agent's
-            if waiting is not None and on_wait is not None and waiting():
+            if waiting is not None and waiting():
                 waited = time.monotonic()
-                on_wait()  # another process acted meanwhile: this one's doings are counted from here
+                yield  # the cycle's next step acts meanwhile: this one's doings are counted from here
                 before = Before.of(world)
                 phase.ledger_before = before.ledger
                 waiting, deadline = None, deadline + time.monotonic() - waited
@@ -306,4 +321,3 @@ def execute_phase(
             phase.exact = bool(stopper.stopped and stopper.held_at_stop)
             phase.mechanism = "world"
         trigger.disarm()
-    return phase
