@@ -175,6 +175,36 @@ def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phase
         run(Phase(PhaseKind.AGAIN, resume), config)
 
 
+def _log_cycle(
+    world: World,
+    out: Path,
+    keep: Keep | None,
+    pause: Pause | None,
+    phases: list[Phase],
+    timings: dict[str, float],
+) -> tuple[dict[str, Any] | None, Scenario]:
+    """A session-log agent's cycle: (a compaction scenario's clean setup run,) the start, crashed at its
+    boundary, then recovered (``_recover``). Returns the planner's current configuration under the
+    resume's configuration, and the scenario as judged (a pause that let the agent go on leaves no crash)."""
+    scenario = world.scenario
+    limit = world.phase_limit
+    argv = world.argv(world.target.start, scenario.start, prompt=scenario.prompt)
+    if scenario.operation == "compaction":
+        assert world.target.compact is not None  # a case that needs compaction is skipped without it
+        setup = _phase(world, Phase(PhaseKind.SETUP, argv), scenario.start, limit, out, keep)
+        phases.append(setup)
+        argv = world.argv(world.target.compact, scenario.start, session_id=session_id(setup.log_after) or "")
+    start = Phase(PhaseKind.START, argv, scenario.crash)
+    _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
+    phases.append(start)
+    resume_config = scenario.start.then(scenario.change)
+    with timed(timings, "configuration"):
+        current = current_of(world, resume_config, start.log_after) if start.log_after else None
+    if not start.timed_out:
+        _recover(world, scenario.then_crash, limit, out, keep, phases)
+    return current, (scenario.with_crash(None) if start.continued else scenario)
+
+
 def drive_cycle(
     scenario: Scenario,
     target: Target,
@@ -190,33 +220,12 @@ def drive_cycle(
         world = build_world(scenario, target, extra_env)
     phases: list[Phase] = []
     try:
+        current: dict[str, Any] | None = None
+        judged = scenario
         if world.store is not None:
             _store_cycle(world, world.store, out, keep, phases)
-            return Evidence(
-                scenario,
-                target,
-                extra_env,
-                phases,
-                None,
-                read_ledger(world.box.ledger),
-                world.server.request_log(),
-            )
-        limit = world.phase_limit
-        argv = world.argv(target.start, scenario.start, prompt=scenario.prompt)
-        if scenario.operation == "compaction":
-            assert target.compact is not None  # a case that needs compaction is skipped without it
-            setup = _phase(world, Phase(PhaseKind.SETUP, argv), scenario.start, limit, out, keep)
-            phases.append(setup)
-            argv = world.argv(target.compact, scenario.start, session_id=session_id(setup.log_after) or "")
-        start = Phase(PhaseKind.START, argv, scenario.crash)
-        _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
-        phases.append(start)
-        resume_config = scenario.start.then(scenario.change)
-        with timed(timings, "configuration"):
-            current = current_of(world, resume_config, start.log_after) if start.log_after else None
-        if not start.timed_out:
-            _recover(world, scenario.then_crash, limit, out, keep, phases)
-        judged = scenario.with_crash(None) if start.continued else scenario  # let go on: no crash to judge
+        else:
+            current, judged = _log_cycle(world, out, keep, pause, phases, timings)
         return Evidence(
             judged,
             target,
