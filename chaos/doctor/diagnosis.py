@@ -151,7 +151,7 @@ def _failed(verdicts: list[Verdict], wanted: Callable[[Check], bool]) -> list[st
 
 def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     """Run the probes against ``target`` (results under ``folder``) and say what to change."""
-    if target.store is not None:
+    if target.own_tools:  # the probe worlds script the contract's tools; a framework agent has its own
         return _diagnose_store(target, folder, timeout)
     runs = Concern(
         "the start and resume commands run, and the agent writes its log where sessions says", True
