@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,21 @@ def test_a_framework_agent_is_crashed_mid_stream(tmp_path: Path) -> None:
     streamed = [r for r in done.summary.results if r.column.startswith("model-stream")]
     assert len(streamed) == 2 and not any(r.skipped for r in streamed), [r.case for r in done.summary.results]
     assert done.ok, [g.label for g in done.summary.groups]
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_scenario_whose_tools_the_agent_lacks_tests_nothing_and_says_so(tmp_path: Path) -> None:
+    """A script that calls a tool the framework agent does not have: the agent answers "not a valid tool",
+    no effect runs, and no crash can fall between a call and its effect. That is unusable input (exit 2),
+    named with the tools, never a pass."""
+    from chaos.errors import UsageError
+    from chaos.scenario import Turn
+
+    scenario = api.load(SCENARIO)
+    scenario = replace(
+        scenario, turns=[Turn(tool_calls=[{"name": "charge", "arguments": {}}]), Turn(text="Done.")]
+    )
+    with pytest.raises(UsageError, match=r"the script calls charge.*ran no effect.*not a valid tool"):
+        api.sweep([scenario.with_crash(None)], STORE_AGENT, results=tmp_path / "sweep", jobs=2)
+    assert api.run(api.load(SCENARIO).with_crash(None), STORE_AGENT, results=tmp_path / "ok").ok

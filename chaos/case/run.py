@@ -13,7 +13,7 @@ from chaos.check import Check, check_all
 from chaos.cycle.configuration import tool_names
 from chaos.cycle.drive import Pause, drive_cycle
 from chaos.cycle.evidence import Evidence, timed
-from chaos.errors import Skipped
+from chaos.errors import Skipped, UsageError
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
 
@@ -52,6 +52,9 @@ def run_case(
         evidence.clean = clean or (
             evidence if scenario.crash is None else clean_run(scenario, target, extra_env, folder / "clean")
         )
+        idle = exercised_nothing(scenario, evidence.clean)
+        if idle is not None:
+            raise UsageError(f"{scenario.path or scenario.name}: {idle}")
     with timed(evidence.timings, "record"):
         record.write_evidence(scenario, evidence)
     with timed(evidence.timings, "checks"):
@@ -62,6 +65,23 @@ def run_case(
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json(), verdict.reproduce())
     return verdict
+
+
+def exercised_nothing(scenario: Scenario, clean: Evidence) -> str | None:
+    """Why a framework agent's case tests nothing, or None: its script calls tools, and its uninterrupted
+    run ran no effect (the agent has none of those tools, or its tools report nothing to the ledger), so
+    no crash can fall between a call and its effect. A case that exercised nothing is not a pass."""
+    scripted = sorted({c["name"] for turn in scenario.turns for c in turn.tool_calls})
+    if not scripted or clean.effects():
+        return None
+    said = next((o.text for o in clean.view.outputs), None)
+    return (
+        f"the script calls {', '.join(scripted)}, and the uninterrupted run against {clean.target.name} ran no "
+        "effect"
+        + (f" (the agent answered: {said[:200]!r})" if said else "")
+        + ": the agent has no such tool, or its tools report no effect to chaos (chaos.ledger.effect(NAME, ..., "
+        "call_id=...)); script the agent's own tools, or add that line to them"
+    )
 
 
 def clean_run(scenario: Scenario, target: Target, extra_env: dict[str, str] | None, folder: Path) -> Evidence:

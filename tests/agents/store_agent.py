@@ -116,6 +116,16 @@ def run() -> int:
                 "name": raw["function"]["name"],
                 "arguments": raw["function"]["arguments"],
             }
+            if call["name"] != "deploy":  # its one tool: any other is answered as a framework does
+                _write(call)
+                _write(
+                    {
+                        "type": "output",
+                        "callId": call["id"],
+                        "text": f"Error: {call['name']} is not a valid tool",
+                    }
+                )
+                continue
             if BUG == "effect-first":
                 effect("deploy", json.loads(call["arguments"]).get("service", ""), call_id=call["id"])
             _write(call)
