@@ -82,16 +82,23 @@ class NotJudged(Exception):
     """A check that cannot judge this case (it says why): shown as not judged, never as passed."""
 
 
-def judged(id: str, name: str, find: Callable[[], list[Problem]]) -> list[Check]:
-    """A check that finds problems: one failed ``Check`` per problem (its key the cause), one that held
-    when there is none, one not judged when ``find`` raises ``NotJudged``."""
-    try:
-        problems = find()
-    except NotJudged as why:
-        return [Check.skip(id, name, str(why))]
-    return [Check(id, name, False, got=f"{p.key}: {p.text}", cause=p.key) for p in problems] or [
-        Check(id, name, True)
-    ]
+def against_clean(
+    id: str, name: str, find: Callable[[Evidence, Evidence], list[Problem]]
+) -> Callable[[Evidence], list[Check]]:
+    """A store check's ``judge``: ``find`` reads the case and the scenario's uninterrupted run (the case
+    itself when it was not crashed) and returns problems; one failed ``Check`` per problem (its key the
+    cause), one that held when there is none, one not judged when ``find`` raises ``NotJudged``."""
+
+    def judge(ev: Evidence) -> list[Check]:
+        try:
+            problems = find(ev, ev.clean or ev)
+        except NotJudged as why:
+            return [Check.skip(id, name, str(why))]
+        return [Check(id, name, False, got=f"{p.key}: {p.text}", cause=p.key) for p in problems] or [
+            Check(id, name, True)
+        ]
+
+    return judge
 
 
 def effect_key(entry: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from chaos.check.base import Check, Problem, effect_key, judged, phase_of
+from chaos.check.base import Problem, against_clean, effect_key, phase_of
 from chaos.cycle.evidence import Evidence
 
 
@@ -61,10 +61,6 @@ CATALOG = {
 }
 
 
-def judge(ev: Evidence) -> list[Check]:
-    clean = ev.clean or ev
-    return judged(
-        "effects-as-declared",
-        "effects run as the target declares (at most / at least once)",
-        lambda: _problems(ev, clean),
-    )
+judge = against_clean(
+    "effects-as-declared", "effects run as the target declares (at most / at least once)", _problems
+)

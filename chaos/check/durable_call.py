@@ -6,7 +6,7 @@ the effect ledger's write (``chaos.process.commits``)."""
 
 from __future__ import annotations
 
-from chaos.check.base import Check, NotJudged, Problem, effect_key, judged
+from chaos.check.base import NotJudged, Problem, against_clean, effect_key
 from chaos.cycle.evidence import Evidence
 
 
@@ -41,10 +41,6 @@ CATALOG = {
 }
 
 
-def judge(ev: Evidence) -> list[Check]:
-    clean = ev.clean or ev
-    return judged(
-        "effect-after-durable-call",
-        "every effect starts after its tool call is durable",
-        lambda: _problems(ev, clean),
-    )
+judge = against_clean(
+    "effect-after-durable-call", "every effect starts after its tool call is durable", _problems
+)

@@ -3,7 +3,7 @@ runs. A cron job or a supervisor that resumes whatever it finds must be harmless
 
 from __future__ import annotations
 
-from chaos.check.base import Check, Problem, judged
+from chaos.check.base import Problem, against_clean
 from chaos.cycle.evidence import Evidence
 
 
@@ -41,6 +41,4 @@ CATALOG = {
 }
 
 
-def judge(ev: Evidence) -> list[Check]:
-    clean = ev.clean or ev
-    return judged("resume-adds-nothing", "resuming a finished run adds nothing", lambda: _problems(ev, clean))
+judge = against_clean("resume-adds-nothing", "resuming a finished run adds nothing", _problems)

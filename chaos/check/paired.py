@@ -5,7 +5,7 @@ to one question."""
 
 from __future__ import annotations
 
-from chaos.check.base import Check, Problem, judged
+from chaos.check.base import Problem, against_clean
 from chaos.cycle.evidence import Evidence
 
 
@@ -32,10 +32,4 @@ NEEDS = "store"
 CATALOG = {"store-consistent": "the final store pairs every tool call with one output"}
 
 
-def judge(ev: Evidence) -> list[Check]:
-    clean = ev.clean or ev
-    return judged(
-        "store-consistent",
-        "the final store pairs every tool call with one output",
-        lambda: _problems(ev, clean),
-    )
+judge = against_clean("store-consistent", "the final store pairs every tool call with one output", _problems)

@@ -4,7 +4,7 @@ effect the uninterrupted run did not have (how often each may run is ``effects-a
 
 from __future__ import annotations
 
-from chaos.check.base import Check, Problem, effect_key, judged
+from chaos.check.base import Problem, against_clean, effect_key
 from chaos.cycle.evidence import Evidence
 
 
@@ -52,8 +52,4 @@ CATALOG = {
 }
 
 
-def judge(ev: Evidence) -> list[Check]:
-    clean = ev.clean or ev
-    return judged(
-        "same-outcome", "the resumed run ends as the uninterrupted run does", lambda: _problems(ev, clean)
-    )
+judge = against_clean("same-outcome", "the resumed run ends as the uninterrupted run does", _problems)
