@@ -273,3 +273,24 @@ def test_a_scenario_whose_tools_the_agent_lacks_tests_nothing_and_says_so(tmp_pa
     with pytest.raises(UsageError, match=r"the script calls charge.*ran no effect.*not a valid tool"):
         api.sweep([scenario.with_crash(None)], STORE_AGENT, results=tmp_path / "sweep", jobs=2)
     assert api.run(api.load(SCENARIO).with_crash(None), STORE_AGENT, results=tmp_path / "ok").ok
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_secret_a_framework_agent_keeps_in_its_store_is_written_nowhere(tmp_path: Path) -> None:
+    """A ``--target-env`` value the agent writes into its store: the case's crash prefixes, the mined
+    store fixtures and every other file chaos writes hold its name, never its value."""
+    secret = "sk-store-secret-4f1d0c9a"
+    done = api.sweep(
+        [SCENARIO],
+        STORE_AGENT,
+        results=tmp_path / "r",
+        jobs=2,
+        mine=tmp_path / "fx",
+        keep_all=True,
+        target_env={"STORE_AGENT_NOTE": secret},
+    )
+    assert done.mined and list((tmp_path / "r").rglob("prefix/store.jsonl"))
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [p for p in written if secret.encode() in p.read_bytes()]
+    assert any(b"${STORE_AGENT_NOTE}" in p.read_bytes() for p in (tmp_path / "fx").rglob("store.jsonl"))

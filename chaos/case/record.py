@@ -146,12 +146,12 @@ class Record:
 
     def _keep_store(self, phase: Phase) -> None:
         """A framework's store as a crash left it, file by file: ``prefix/`` for the start, and
-        ``resume-N-prefix/`` for a recovery crashed again (a binary database is kept as it is)."""
+        ``resume-N-prefix/`` for a recovery crashed again (bytes as they were, but for a secret's value)."""
         if phase.kind is PhaseKind.START or phase.killed:
             where = self.folder / ("prefix" if phase.kind is PhaseKind.START else f"{phase.name}-prefix")
             for name, data in phase.store_files.items():
                 (where / name).parent.mkdir(parents=True, exist_ok=True)
-                (where / name).write_bytes(data)
+                write(where / name, data)  # scrubbed like every file of the record (``chaos.secrets``)
 
     def _oracle(self, name: str, log: bytes, current: dict[str, Any] | None) -> None:
         reducer = Reducer.of(log)

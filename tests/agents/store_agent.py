@@ -155,6 +155,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--resume"]:
         return resume()
     _write({"type": "input", "text": argv[0]})
+    if os.environ.get("STORE_AGENT_NOTE"):  # a value of the user's environment kept in the store
+        _write({"type": "note", "text": os.environ["STORE_AGENT_NOTE"]})
     return run()
 
 
