@@ -47,9 +47,10 @@ def view_of(verdict: Verdict) -> CaseView:
     recovery appended (rendered from the evidence in memory, kept in the journal)."""
     evidence = verdict.evidence
     if evidence.on_store:  # a framework's store: what its adapter reads of the crash copy, and at the end
-        prefix, final = evidence.start.view_after or View(), evidence.view
-        text = "\n".join([*prefix.lines(), *([KILL] if verdict.scenario.crash else [])])
-        added = [f"+ {line}" for line in final.lines() if line not in prefix.lines()]
+        held = (evidence.start.view_after or View()).lines()
+        text = "\n".join([*held, *([KILL] if verdict.scenario.crash else [])])
+        kept = set(held)
+        added = [f"+ {line}" for line in evidence.view.lines() if line not in kept]
         return CaseView(text, added if evidence.resumes else None)
     tl = timeline(evidence.prefix, evidence.current)
     last = tl.rows[-1].line if tl.rows else None
