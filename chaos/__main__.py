@@ -1,5 +1,5 @@
 import sys
 
-from chaos.cli import main
+from chaos.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -437,3 +437,21 @@ def test_ctrl_c_while_chaos_starts_is_exit_130_without_a_traceback(tmp_path: Pat
             continue  # it had finished
         assert "Traceback" not in err, (delay, err)
         assert proc.returncode == 130, (delay, proc.returncode, err)
+
+
+def test_ctrl_c_as_chaos_finishes_is_its_verdict_or_130_never_death_by_the_signal(tmp_path: Path) -> None:
+    """A Ctrl-C landing while the interpreter shuts down (the verdict already said) killed chaos by
+    SIGINT: status -2 and no message. SIGINT lands around the end of a measured run."""
+    argv = [sys.executable, "-m", "chaos", "run", SECTION8, "--results", str(tmp_path / "r")]
+    start = time.monotonic()
+    assert subprocess.run(argv, capture_output=True, check=False).returncode == 0
+    took = time.monotonic() - start
+    statuses = []
+    for share in (0.85, 0.9, 0.95, 0.98, 1.0, 1.02):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(took * share)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err, (share, err)
+        statuses.append(proc.returncode)
+    assert set(statuses) <= {0, 130}, statuses

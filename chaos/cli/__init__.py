@@ -120,5 +120,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
+def entry() -> int:
+    """The ``chaos`` program: ``main``, then a Ctrl-C is ignored. Once ``main`` has returned the
+    verdict is decided and said; the interpreter's shutdown puts SIGINT back to its default action,
+    and a Ctrl-C landing there killed chaos by the signal (status -2, no message) instead of exiting
+    with the verdict's status."""
+    status = main()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
