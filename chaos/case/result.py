@@ -68,6 +68,7 @@ class CaseResult:
     failure: FailureRecord | None = None
     size: list[Any] = field(default_factory=list)
     rows: list[str] = field(default_factory=list)  # the decision-tree rows its recovery faced
+    cell: str = ""  # the fault matrix's cell it covers: a fault at a kind of moment (chaos.case.matrix)
     view: CaseView | None = None
     next: list[str] = field(default_factory=list)
     reported: bool = True  # a clean run runs in every shard and counts in one

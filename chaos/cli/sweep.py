@@ -29,6 +29,7 @@ def sweep(args: argparse.Namespace) -> int:
     )
     space = CaseSpace(
         faults=tuple(args.fault or ("kill",)),
+        matrix=not args.fault,
         depth=args.depth,
         budget=args.budget,
         oracles=tuple(args.oracle),
@@ -143,7 +144,11 @@ def add(commands: Commands) -> None:
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
     p.add_argument("--timeout", type=seconds, help="seconds per phase")
-    faults(p, ("kill",), "at each boundary, a case per fault that lands there")
+    faults(
+        p,
+        ("the fault matrix: each fault where its kind of trouble happens, docs/crash-model.md",),
+        "at each boundary, a case per fault named that lands there",
+    )
     p.add_argument("--results", metavar="DIR", help="default: results/sweep")
     p.add_argument(
         "--baseline", metavar="FILE", help="known failures: reported, but they do not fail the run"

@@ -12,6 +12,7 @@ class Abort(Fault):
     summary = "the target's abort signal at the boundary: the agent aborts the operation itself"
     places = "anywhere"
     needs = ("abort",)
+    matrix = "between-calls"
     crashes = False
     enables = ("outcome", "prefix-reduces", "plan-followed")
 

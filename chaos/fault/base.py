@@ -12,7 +12,8 @@ says *what* happens and *when*, never *how* a process is stopped or a syscall is
   misbehaves;
 - what it arms before the phase (``arm``: the model server's misbehaviour, a system call to fail);
 - what it does to the log once the process is gone (``keeps``: what a power cut keeps);
-- which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching.
+- which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching;
+- where the default sweep's fault matrix lands it (``matrix``, ``in_recovery``).
 
 ``Crash(boundary, fault)`` names a fault by its registry name, which is also its spelling on the command
 line (``--fault NAME``) and in a scenario file (``fault = "NAME"``).
@@ -98,6 +99,13 @@ class Fault:
     hands_on: ClassVar[bool] = False  # the frozen writer is handed on, to be let go on after a second
     lands_after: ClassVar[int] = 0  # facts the agent commits past the boundary before the fault lands
     withholds: ClassVar[bool] = False  # keeps an answer from arriving in time: the agent's deadline ends it
+    # Where the default sweep's fault matrix lands it (``chaos.case.matrix``): at every boundary it applies
+    # to ("every"), at every durable one ("durable"), at the first boundary of each kind of write
+    # ("each-write"), between two tool calls ("between-calls"), at the first model request of each kind
+    # ("each-request"), or nowhere (None: a scenario that names it runs it as written). ``in_recovery``:
+    # also at a recovery's first write (a second crash, depth 2).
+    matrix: ClassVar[str | None] = None
+    in_recovery: ClassVar[bool] = False
 
     def applies_to(self, what: str) -> str | None:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""

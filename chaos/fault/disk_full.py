@@ -11,6 +11,8 @@ from chaos.fault.base import ENOSPC, Arming, FailingCalls, Fault, Stop
 class DiskFull(Fault):
     name = "disk-full"
     summary = "from the boundary on, the log's writes fail with ENOSPC; the agent must stop by itself"
+    matrix = "each-write"
+    in_recovery = True
     traced = True
     crashes = False
     enables = ("intent-before-effect", "requests-attempted", "final-reduces")

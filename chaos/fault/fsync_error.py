@@ -11,6 +11,8 @@ from chaos.fault.base import EIO, Arming, FailingCalls, Fault, Stop
 class FsyncError(Fault):
     name = "fsync-error"
     summary = "the next sync of the log fails with EIO and its unsynced bytes are dropped"
+    matrix = "each-write"
+    in_recovery = True
     traced = True
     crashes = False
     cuts_to_synced = True

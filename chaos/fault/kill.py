@@ -11,6 +11,7 @@ class Kill(Fault):
     summary = "SIGKILL the whole process tree at the boundary (every byte written stays)"
     places = "anywhere"
     on_stores = True
+    matrix = "every"
     enables = ("plan-followed", "final-reduces", "idle-terminal", "never-once", "intent-before-effect")
 
     def stop(self, stop: Stop) -> None:

@@ -14,6 +14,7 @@ class Network(Fault):
     misbehaviour: ClassVar[Misbehaviour]  # how the server answers the request instead
     places = "model-request"
     on_stores = True
+    matrix = "each-request"
     crashes = False
     enables: ClassVar[tuple[str, ...]] = ("requests-attempted", "third-attempt", "final-reduces")
 

@@ -14,6 +14,8 @@ class PowerLoss(Fault):
     on_stores = True
     traced = True
     cuts_to_synced = True
+    matrix = "durable"
+    in_recovery = True
     enables = ("intent-synced", "prefix-reduces")
 
     def stop(self, stop: Stop) -> None:

@@ -9,6 +9,8 @@ from chaos.fault.base import Arming, FailingCalls, Fault, Stop
 class ShortWrite(Fault):
     name = "short-write"
     summary = "the next write to the log returns a short count; the agent must finish it or stop"
+    matrix = "each-write"
+    in_recovery = True
     traced = True
     crashes = False
     enables = ("final-reduces",)

@@ -178,6 +178,12 @@ class Crash:
     def __str__(self) -> str:
         return str(self.boundary) if self.fault == "kill" else f"{self.boundary} ({self.fault})"
 
+    @classmethod
+    def parse(cls, text: str) -> Crash:
+        """Read what ``str`` writes: ``boundary`` (a kill) or ``boundary (fault)``."""
+        head, _, fault = text[:-1].rpartition(" (") if text.endswith(")") else ("", "", "")
+        return cls(Boundary.parse(head), fault) if head else cls(Boundary.parse(text))
+
 
 def call(name: str, arguments: dict[str, Any] | str | None = None, **fields: Any) -> dict[str, Any]:
     """A scripted tool call: ``call("read", path="README.md")``; a str ``arguments`` is sent verbatim."""

@@ -1,13 +1,17 @@
-"""The boundaries a sweep crashes at: every one a clean run passed, and (depth 2) every one a recovery passed."""
+"""The crashes a sweep runs next: at the boundaries a clean run passed, and (depth 2, or the fault
+matrix's cells) at those a recovery passed."""
 
 from __future__ import annotations
 
 from chaos.case.definition import Case
+from chaos.case.matrix import cell, moment, request_kinds
+from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
 from chaos.contract.reading import reduced
+from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
-from chaos.scenario.model import Boundary
+from chaos.scenario.model import Boundary, Crash
 from chaos.sweep.settings import Settings
 
 
@@ -31,22 +35,53 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
     return boundaries
 
 
-def children(case: Case, verdict: Verdict, depth: int) -> list[Boundary]:
-    """The boundaries to crash at next: a clean run's, or (depth 2) a crash case's first resume's."""
+def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list[str]:
+    """Each boundary's kind of moment (a model request's: first, retry or compaction)."""
+    requests = request_kinds(evidence.requests, *phase.requests)
+    return [
+        moment(b, requests[b.nth - 1] if b.what == "model-request" and b.nth <= len(requests) else None)
+        for b in boundaries
+    ]
+
+
+def _crashes(space: CaseSpace, case: Case, evidence: Evidence, phase: Phase, recovery: bool) -> list[Crash]:
+    boundaries = phase_boundaries(phase)
+    return space.crashes(case.target, boundaries, _kinds(evidence, phase, boundaries), recovery)
+
+
+def children(case: Case, verdict: Verdict, space: CaseSpace) -> list[Crash]:
+    """The crashes to run next: at a clean run's boundaries, or at a crash case's first resume's (depth
+    2, or the matrix's second crash in recovery)."""
     if case.as_written:
         return []
     evidence = verdict.evidence
     if case.crash is None:
-        return phase_boundaries(evidence.start)
-    if depth >= 2 and case.then_crash is None and evidence.recoveries:
-        return phase_boundaries(evidence.recoveries[0])
+        return _crashes(space, case, evidence, evidence.start, recovery=False)
+    if case.then_crash is None and evidence.recoveries and space.deepens(case.crash):
+        return _crashes(space, case, evidence, evidence.recoveries[0], recovery=True)
     return []
 
 
-def child_cases(case: Case, boundary: str, settings: Settings) -> list[Case]:
-    """The cases at ``boundary`` of ``case``'s clean run (or, depth 2, of its first recovery): one per
-    fault of the space that can land there, on the scenario as written (power cuts during recovery too)."""
-    crashes = settings.space.crashes_at(Boundary.parse(boundary))
-    if case.crash is None:
-        return [Case(case.scenario, case.target, crash) for crash in crashes]
-    return [Case(case.scenario, case.target, case.crash, crash) for crash in crashes]
+def cell_of(case: Case, evidence: Evidence) -> str:
+    """The matrix cell a crash case covers (a fault at a kind of moment, first run or recovery); "" for a
+    clean run."""
+    crash = case.then_crash or case.crash
+    if crash is None:
+        return ""
+    crashed = [p for p in evidence.phases if p.crash is not None]
+    kind = crash.boundary.what
+    if crashed and kind == "model-request":
+        kind = _kinds(evidence, crashed[-1], [crash.boundary])[0]
+    return cell(crash.fault, kind, case.then_crash is not None)
+
+
+def child_cases(case: Case, crash: str, settings: Settings) -> list[Case]:
+    """The case ``crash`` (as ``children`` named it) leads to from ``case``: a crash of the scenario as
+    written, or (from a crash case) a second crash in its recovery. Outside the shard: none."""
+    found = Crash.parse(crash)
+    child = (
+        Case(case.scenario, case.target, found)
+        if case.crash is None
+        else Case(case.scenario, case.target, case.crash, found)
+    )
+    return [child] if child.in_shard(settings.shard) else []

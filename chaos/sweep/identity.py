@@ -36,7 +36,7 @@ def identity(
     secret and short)."""
     space = settings.space
     parts = {
-        "faults": ",".join(space.faults),
+        "faults": space.spelled,
         "depth": str(space.depth),
         "oracles": _digest(orjson.dumps(list(space.oracles))),
         "persistence": str(space.persistence),

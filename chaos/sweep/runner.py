@@ -31,7 +31,7 @@ from chaos.process import phase as phases
 from chaos.report.html import view_of
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
-from chaos.sweep.boundaries import child_cases, children
+from chaos.sweep.boundaries import cell_of, child_cases, children
 from chaos.sweep.identity import check_resume, identity, write_identity
 from chaos.sweep.settings import Settings
 from chaos.triage.coverage import rows_of
@@ -103,7 +103,8 @@ class Sweep:
             failure = failure_of(verdict)
             result = verdict.result().with_(
                 case=case.id,
-                next=[str(b) for b in children(case, verdict, s.space.depth)],
+                next=[str(crash) for crash in children(case, verdict, s.space)],
+                cell=cell_of(case, verdict.evidence),
                 reported=case.in_shard(s.shard),  # clean runs run in every shard, count in one
                 view=view_of(verdict),
                 failure=failure.record() if failure else None,
@@ -190,9 +191,8 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     result = future.result()
                     done += 1
                     parents.discard(id(case))
-                    more = [c for boundary in result.next for c in child_cases(case, boundary, s)]
-                    more = [c for c in more if c.in_shard(s.shard)]
-                    if s.space.depth >= 2:
+                    more = [c for crash in result.next for c in child_cases(case, crash, s)]
+                    if s.space.depth >= 2 or s.space.matrix:
                         parents |= {id(c) for c in more if c.then_crash is None}
                     queue += more
                     total += len(more)

@@ -1,0 +1,98 @@
+"""The default sweep's fault matrix: every fault the target can take, at every kind of moment it applies to.
+
+One fault per scenario (its own, as written) leaves bugs that only another fault at another moment shows
+to a single case of hundreds, or to none. The matrix lands each fault where its kind of trouble happens
+(each fault says where itself: ``Fault.matrix``): kill at every boundary, a power cut at every durable
+one; a full disk, a failing fsync and a short write at the first write of each kind (header, run start,
+attempt, answer, intent, result, terminal); an abort between two tool calls; each network fault at the
+first request of each kind (a first attempt, a retry, a compaction). A second crash in recovery (depth 2)
+lands the faults marked ``in_recovery`` at the recovery's first write (its plan's own: a retried
+attempt, a synthetic result, a replay, a finish), after a kill at the first boundary of each kind of
+the run.
+
+A cell of the matrix is a fault at a kind of moment (``cell``); the summary prints the cells covered and a
+baseline keeps them, so a night that covers less says so. Pure: boundaries and request kinds in, crashes out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from chaos.fault import IN_FLIGHT, Fault
+from chaos.scenario.model import Boundary, Crash
+
+BETWEEN_CALLS = ("entry:toolUse", "entry:tool")  # an answer's calls are planned; a call's result is in
+
+
+def request_kinds(requests: Sequence[dict[str, Any]], start: int, end: int) -> list[str]:
+    """The kind of each model request ``requests[start:end]`` (one phase's): a compaction, a retry (an
+    earlier request, in any phase, carried the same conversation) or a first attempt."""
+    seen = {r["stepKey"] for r in requests[:start]}
+    kinds = []
+    for request in requests[start:end]:
+        if request.get("compaction"):
+            kinds.append("compaction request")
+        else:
+            kinds.append("retry request" if request["stepKey"] in seen else "first request")
+        seen.add(request["stepKey"])
+    return kinds
+
+
+def moment(boundary: Boundary, request_kind: str | None = None) -> str:
+    """A boundary's kind of moment: the fact's kind, or a model request's kind."""
+    if boundary.what == "model-request" and request_kind:
+        return request_kind
+    return boundary.what
+
+
+def cell(fault: str, kind: str, recovery: bool) -> str:
+    """A cell of the matrix, as the summary and a baseline name it."""
+    return f"{fault} at {kind}" + (" in recovery" if recovery else "")
+
+
+def _first_of_each(kinds: list[str], chosen: Iterable[int]) -> list[int]:
+    firsts: dict[str, int] = {}
+    for i in chosen:
+        firsts.setdefault(kinds[i], i)
+    return sorted(firsts.values())
+
+
+def place(fault: Fault, boundaries: list[Boundary], kinds: list[str], recovery: bool) -> list[Boundary]:
+    """Where the matrix lands ``fault`` among one phase's ``boundaries`` (``kinds[i]`` is the kind of
+    moment of ``boundaries[i]``): the fault's own placement, in a first run or in a recovery."""
+    where = fault.matrix if not recovery else "first-write" if fault.in_recovery else None
+    fits = [i for i, b in enumerate(boundaries) if fault.applies_to(b.what) is None]
+    durable = [i for i in fits if boundaries[i].what not in IN_FLIGHT]
+    if where == "every":
+        chosen = fits
+    elif where == "durable":
+        chosen = durable
+    elif where == "each-write":
+        chosen = _first_of_each(kinds, durable)
+    elif where == "first-write":
+        chosen = durable[:1]
+    elif where == "between-calls":
+        chosen = [i for i in durable if boundaries[i].what in BETWEEN_CALLS]
+    elif where == "each-request":
+        chosen = _first_of_each(kinds, [i for i in fits if boundaries[i].what == "model-request"])
+    else:
+        chosen = []
+    return [boundaries[i] for i in chosen]
+
+
+def matrix_crashes(
+    faults: Iterable[Fault], boundaries: list[Boundary], kinds: list[str], recovery: bool
+) -> list[Crash]:
+    """The matrix's crashes for one phase, boundary by boundary in the phase's order."""
+    placed = {id(b): [] for b in boundaries}  # type: dict[int, list[str]]
+    for fault in faults:
+        for boundary in place(fault, boundaries, kinds, recovery):
+            placed[id(boundary)].append(fault.name)
+    return [Crash(b, name) for b in boundaries for name in placed[id(b)]]
+
+
+def deepens(crash: Crash) -> bool:
+    """The matrix crashes this case's recovery again: a kill at the first boundary of its kind (each kind
+    of moment of the run once, not every boundary: depth 2 everywhere is ``--depth 2``)."""
+    return crash.fault == "kill" and crash.boundary.nth == 1 and crash.boundary.what not in IN_FLIGHT
