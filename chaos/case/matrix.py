@@ -6,9 +6,9 @@ to a single case of hundreds, or to none. The matrix lands each fault where its 
 one; a full disk, a failing fsync and a short write at the first write of each kind (header, run start,
 attempt, answer, intent, result, terminal); an abort between two tool calls; each network fault at the
 first request of each kind (a first attempt, a retry, a compaction). A second crash in recovery (depth 2)
-lands the faults marked ``in_recovery`` at the recovery's first write (its plan's own: a retried
-attempt, a synthetic result, a replay, a finish), after a kill at the first boundary of each kind of
-the run.
+lands a power cut at the first write of each kind the recovery made, and the disk faults at its first
+write (its plan's own: a retried attempt, a synthetic result, a replay, a finish), after a kill at the
+first boundary of each kind of the run (each fault's ``in_recovery``).
 
 A cell of the matrix is a fault at a kind of moment (``cell``); the summary prints the cells covered and a
 baseline keeps them, so a night that covers less says so. Pure: boundaries and request kinds in, crashes out.
@@ -22,6 +22,7 @@ from typing import Any
 from chaos.fault import IN_FLIGHT, Fault
 from chaos.scenario.model import Boundary, Crash
 
+RECOVERY = " in recovery"  # a cell's suffix for a second crash in recovery
 BETWEEN_CALLS = ("entry:toolUse", "entry:tool")  # an answer's calls are planned; a call's result is in
 
 
@@ -48,7 +49,7 @@ def moment(boundary: Boundary, request_kind: str | None = None) -> str:
 
 def cell(fault: str, kind: str, recovery: bool) -> str:
     """A cell of the matrix, as the summary and a baseline name it."""
-    return f"{fault} at {kind}" + (" in recovery" if recovery else "")
+    return f"{fault} at {kind}" + (RECOVERY if recovery else "")
 
 
 def _first_of_each(kinds: list[str], chosen: Iterable[int]) -> list[int]:
@@ -61,7 +62,7 @@ def _first_of_each(kinds: list[str], chosen: Iterable[int]) -> list[int]:
 def place(fault: Fault, boundaries: list[Boundary], kinds: list[str], recovery: bool) -> list[Boundary]:
     """Where the matrix lands ``fault`` among one phase's ``boundaries`` (``kinds[i]`` is the kind of
     moment of ``boundaries[i]``): the fault's own placement, in a first run or in a recovery."""
-    where = fault.matrix if not recovery else "first-write" if fault.in_recovery else None
+    where = fault.in_recovery if recovery else fault.matrix
     fits = [i for i, b in enumerate(boundaries) if fault.applies_to(b.what) is None]
     durable = [i for i in fits if boundaries[i].what not in IN_FLIGHT]
     if where == "every":

@@ -103,9 +103,10 @@ class Fault:
     # to ("every"), at every durable one ("durable"), at the first boundary of each kind of write
     # ("each-write"), between two tool calls ("between-calls"), at the first model request of each kind
     # ("each-request"), or nowhere (None: a scenario that names it runs it as written). ``in_recovery``:
-    # also at a recovery's first write (a second crash, depth 2).
+    # where it lands in a recovery (a second crash, depth 2): "each-write", "first-write" (the recovery's
+    # first write, its plan's own) or None.
     matrix: ClassVar[str | None] = None
-    in_recovery: ClassVar[bool] = False
+    in_recovery: ClassVar[str | None] = None
 
     def applies_to(self, what: str) -> str | None:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""

@@ -12,7 +12,7 @@ class DiskFull(Fault):
     name = "disk-full"
     summary = "from the boundary on, the log's writes fail with ENOSPC; the agent must stop by itself"
     matrix = "each-write"
-    in_recovery = True
+    in_recovery = "first-write"
     traced = True
     crashes = False
     enables = ("intent-before-effect", "requests-attempted", "final-reduces")

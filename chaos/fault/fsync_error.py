@@ -12,7 +12,7 @@ class FsyncError(Fault):
     name = "fsync-error"
     summary = "the next sync of the log fails with EIO and its unsynced bytes are dropped"
     matrix = "each-write"
-    in_recovery = True
+    in_recovery = "first-write"
     traced = True
     crashes = False
     cuts_to_synced = True

@@ -15,7 +15,7 @@ class PowerLoss(Fault):
     traced = True
     cuts_to_synced = True
     matrix = "durable"
-    in_recovery = True
+    in_recovery = "each-write"
     enables = ("intent-synced", "prefix-reduces")
 
     def stop(self, stop: Stop) -> None:

@@ -10,7 +10,7 @@ class ShortWrite(Fault):
     name = "short-write"
     summary = "the next write to the log returns a short count; the agent must finish it or stop"
     matrix = "each-write"
-    in_recovery = True
+    in_recovery = "first-write"
     traced = True
     crashes = False
     enables = ("final-reduces",)

@@ -13,11 +13,13 @@ durable at each moment:
   by appending, the new length (and so the new bytes) is not durable
   (``sync_file_range(2)``).
 
-Modelled: the log file's data, and its directory entry. Under the strict
-POSIX persistence model (the default), a log created during the phase survives
-a power cut only once its directory was synced after it was created (an
-``fsync`` of the directory); under ``ext4-ordered``, a sync of the log makes
-its directory entry durable too (what ext4's ordered journal does in
+Modelled: the log file's data, and every directory entry on the way to it.
+Under the strict POSIX persistence model (the default), each entry the phase
+created (the log, and each directory a ``mkdir -p`` made for it) survives a
+power cut only once its parent directory was synced while it was there (an
+``fsync`` of the directory; ALICE's and LazyFS's treatment of a new entry), and
+the log survives only if every entry on its path did; under ``ext4-ordered``, a
+sync of the log makes its path durable too (what ext4's ordered journal does in
 practice). After a sync that failed (``fsync-error``), the kernel may have
 dropped the dirty pages: nothing written since the last good sync counts,
 whatever later syncs return. Not modelled: the agent's other files and
@@ -52,11 +54,21 @@ class Durability:
     ledger (each effect's start and end, in order)."""
 
     def __init__(
-        self, log: Callable[[], str | None], ledger: str, start: int, persistence: str = "posix"
+        self,
+        log: Callable[[], str | None],
+        ledger: str,
+        start: int,
+        persistence: str = "posix",
+        root: str | None = None,
     ) -> None:
         self.log, self.ledger, self.persistence = log, ledger, persistence
         self._data = start  # the log's bytes made durable by its syncs
         self.entry = start > 0  # the log's directory entry is durable (a log the phase found existed)
+        # The directories under ``root`` (the workspace) when the phase began: their entries are durable.
+        # Entries the phase created become durable when their parent is synced while they are there.
+        self.root = os.path.realpath(root) if root else None
+        self._existing = {os.path.realpath(d) for d, _, _ in os.walk(self.root)} if self.root else set()
+        self._entries: set[str] = set()
         self.dropped = False  # a sync failed: nothing more becomes durable
         self.at_ledger: list[int] = []
         self._syncing: dict[int, str] = {}  # pid -> the file its fsync/fdatasync names
@@ -64,7 +76,44 @@ class Durability:
 
     @property
     def durable(self) -> int:
-        return self._data if self.entry else 0
+        return self._data if self.entry and not self.lost_directory() else 0
+
+    def _ancestors(self, log: str) -> list[str]:
+        """The directories between the workspace and the log (innermost first)."""
+        out, here = [], os.path.dirname(log)
+        while self.root and here.startswith(self.root + os.sep):
+            out.append(here)
+            here = os.path.dirname(here)
+        return out
+
+    def lost_directory(self) -> str | None:
+        """A directory on the log's path that the phase created and whose entry a power cut would lose
+        (its parent not synced since), or None."""
+        log = self.log()
+        if not log:
+            return None
+        for directory in self._ancestors(os.path.realpath(log)):
+            if directory not in self._existing and directory not in self._entries:
+                return directory
+        return None
+
+    def _directory_synced(self, directory: str) -> None:
+        """``directory`` synced: the entries in it now are durable (a new log's among them)."""
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        self._entries |= {os.path.join(directory, name) for name in names}
+        log = os.path.realpath(self.log() or "")
+        if directory == os.path.dirname(log) and os.path.basename(log) in names:
+            self.entry = True
+
+    def _path_durable(self) -> None:
+        """Every entry on the log's path made durable at once (``sync``/``syncfs``, or ext4's journal)."""
+        log = self.log()
+        if log:
+            self.entry = True
+            self._entries |= set(self._ancestors(os.path.realpath(log)))
 
     def drop_unsynced(self) -> None:
         """A sync of the log failed: what was not synced before it never will be (fsync-error)."""
@@ -75,7 +124,7 @@ class Durability:
             return
         self._data = self._log_size()
         if self.persistence == "ext4-ordered":
-            self.entry = True
+            self._path_durable()
 
     def _log_size(self) -> int:
         path = self.log()
@@ -95,8 +144,10 @@ class Durability:
                 return False
             if tag == ptrace.ALL or path == log:
                 self._synced()
-            if log and (tag == ptrace.ALL or path == os.path.dirname(log)):
-                self.entry = True  # the directory, synced with the log in it
+            if tag == ptrace.ALL:
+                self._path_durable()
+            elif path and os.path.isdir(path):
+                self._directory_synced(os.path.realpath(path))
         elif tag == ptrace.RANGE:
             self._syncing.pop(pid, None)  # flushes no metadata: an appended log gains nothing
         elif tag in (ptrace.WRITE, ptrace.WRITEV):

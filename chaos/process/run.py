@@ -232,7 +232,9 @@ def phase_steps(
     if commits is None and traps and ptrace.unavailable() is None:
         start = committed_length(phase.log_before)
         log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
-        durability = Durability(log_path, str(world.box.ledger), start, world.scenario.persistence)
+        durability = Durability(
+            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace)
+        )
     abort = world.target.capabilities.abort or "SIGINT"
     log = lambda: str(world.log_path() or "") if store is None else ""  # noqa: E731
     stopper = Stopper(

@@ -39,7 +39,8 @@ def publish(
         write_junit(junit, summary)
         written.append(junit)
     if save_baseline is not None:
-        write_baseline(save_baseline, summary.groups, sorted(summary.coverage.rows))
+        covered = summary.coverage
+        write_baseline(save_baseline, summary.groups, sorted(covered.rows), sorted(covered.cells))
         written.append(save_baseline)
     for path in written:  # what a check quoted of a log may hold a secret too (chaos.secrets)
         scrub_file(path)

@@ -133,7 +133,7 @@ def summarize(
     known = baseline.failures if baseline is not None else None
     groups = group(results, known)
     coverage = coverage_of(results)
-    lost = coverage.lost(baseline.rows) if baseline is not None and baseline.rows is not None else []
+    lost = coverage.lost(baseline.rows or [], baseline.cells) if baseline is not None else []
     return Summary(results, groups, fixed(groups, known), seconds, not_run, coverage, lost, interrupted)
 
 
@@ -181,6 +181,11 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
     faults = ", ".join(f"{name} {sum(kinds.values())}" for name, kinds in sorted(covered.faults.items()))
     if faults:
         lines.append(f"  faults landed: {faults}")
+    if covered.cells:
+        lines.append(f"  fault matrix: {len(covered.cells)} cell(s) covered (a fault at a kind of moment)")
+        for fault, (first, again) in covered.matrix().items():
+            where = ", ".join(first) + (f"; in recovery: {', '.join(again)}" if again else "")
+            lines.append(f"    {fault}: {where}")
     if mined is not None:
         where = f" into {mine} (--mine none: off)" if mine is not None else ""
         lines.append(

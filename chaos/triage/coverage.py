@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos.case.matrix import RECOVERY
 from chaos.case.result import CaseResult
 from chaos.contract.planner import ROWS
 from chaos.contract.reading import decision
@@ -46,21 +47,35 @@ def rows_of(ev: Evidence) -> list[str]:
 class Coverage:
     rows: dict[str, int] = field(default_factory=dict)  # row -> cases that faced it
     faults: dict[str, dict[str, int]] = field(default_factory=dict)  # fault -> boundary kind -> cases
+    cells: dict[str, int] = field(default_factory=dict)  # the fault matrix's cells covered -> cases
     unreached: list[str] = field(default_factory=list)  # cases whose declared crash no run reached
 
     @property
     def missing(self) -> list[str]:
         return [row for row in ROWS if row not in self.rows]
 
-    def lost(self, baseline: list[str]) -> list[str]:
-        """Rows a baseline run faced that this one did not."""
-        return [row for row in baseline if row not in self.rows]
+    def lost(self, rows: list[str], cells: list[str] | None = None) -> list[str]:
+        """Rows a baseline run faced, and cells of the fault matrix it covered, that this one did not."""
+        return [row for row in rows if row not in self.rows] + [c for c in cells or () if c not in self.cells]
+
+    def matrix(self) -> dict[str, tuple[list[str], list[str]]]:
+        """The cells covered, by fault: the kinds of moment it landed at in a first run, and in a recovery."""
+        out: dict[str, tuple[list[str], list[str]]] = {}
+        for found in sorted(self.cells):
+            fault, _, kind = found.partition(" at ")
+            first, again = out.setdefault(fault, ([], []))
+            if kind.endswith(RECOVERY):
+                again.append(kind.removesuffix(RECOVERY))
+            else:
+                first.append(kind)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rows": {row: self.rows.get(row, 0) for row in ROWS},
             "missing": self.missing,
             "faults": self.faults,
+            "cells": self.cells,
             "unreached": self.unreached,
         }
 
@@ -78,6 +93,8 @@ def coverage_of(results: list[CaseResult]) -> Coverage:
         if not start.reached:
             found.unreached.append(result.case)
             continue
+        if result.cell:
+            found.cells[result.cell] = found.cells.get(result.cell, 0) + 1
         kind = Boundary.parse(result.crash.split(" (")[0]).what  # "what[...]#n (fault)"
         by_kind = found.faults.setdefault(result.fault or "kill", {})
         by_kind[kind] = by_kind.get(kind, 0) + 1

@@ -18,7 +18,11 @@ group across scenarios, boundaries, protocols, shards and agents:
    one "went on", since which one depends on the model's script, not the bug);
 4. for a wrong outcome: what was expected and what the process reported;
 5. for a check that names its cause (``Check.cause``: the provider rule a request broke, what a request
-   said where the log says another thing): that cause.
+   said where the log says another thing): that cause;
+6. an effect or a model request built on a fact the log does not keep (``ACTED``) is one cause, whichever
+   phase did it: ``acted-before-sync`` when the agent wrote the fact and did not sync it,
+   ``acted-after-failed-write`` when a write to the log had failed (a disk fault). Which check saw it
+   first (the effect's intent, or the request's attempt) depends on where the fault landed, not on the bug.
 
 Checks that are not about plans or outcomes (the crash prefix, an effect that
 ran twice, a process left behind) key on the check alone; a timeout, a
@@ -37,6 +41,7 @@ import orjson
 from chaos.case.result import FailureRecord
 from chaos.case.verdict import Verdict
 from chaos.check import CATALOG
+from chaos.check.base import Check
 from chaos.check.recovery import carried_out, departure
 from chaos.contract.framing import committed_length, committed_lines
 from chaos.contract.kinds import kind_of
@@ -82,6 +87,9 @@ class Divergence:
         return f"the oracle planned {self.planned}; the agent {self.did}"
 
 
+# The checks that see a phase act on a fact it had not synced, when a power cut took the fact.
+ACTED = ("intent-before-effect", "intent-synced", "requests-attempted")
+LOST = ("acted-after-failed-write", "acted-before-sync")  # the causes they key on
 # The checks that say a log the agent wrote is rejected: one cause, whichever phase wrote the line (the
 # same bug rejects the crash prefix when the start writes it, the final log when a resume does).
 REJECTED = ("prefix-reduces", "final-reduces")
@@ -95,6 +103,8 @@ class Failure:
 
     @property
     def cause(self) -> str:
+        if self.divergence and self.divergence.shape[0] in LOST:
+            return str(self.divergence.shape[0])
         return "log-rejected" if self.check in REJECTED and self.divergence else self.check
 
     @property
@@ -232,6 +242,9 @@ def failure_of(verdict: Verdict) -> Failure | None:
         earlier = next((c for c in failed if c.id == "plan-followed"), None)
         if earlier is not None and _diverged_before_rejection(verdict.evidence):
             first = earlier
+    lost = _acted_on_lost_facts(verdict, first) if first.id in ACTED else None
+    if lost is not None:
+        return lost
     where: tuple[str, ...] = ()
     if first.id in _PHASED:
         named = {re.sub(r"-\d+", "", p.name) for p in verdict.phases if p.name in first.got}
@@ -241,6 +254,24 @@ def failure_of(verdict: Verdict) -> Failure | None:
     if diverged is None and first.cause:
         diverged = Divergence(None, first.cause, ["cause", first.cause], not verdict.evidence.on_store)
     return Failure(first.id, diverged, where)
+
+
+def _acted_on_lost_facts(verdict: Verdict, check: Check) -> Failure | None:
+    """The agent acted on a fact the log does not keep: before syncing it (an effect's intent, seen by the
+    tracer; or a model request's attempt that a power cut took), or after a write to the log failed (a
+    disk fault). One cause each, whichever check saw it first and in whichever phase (the same code
+    writes the log in a first run and in a resume)."""
+    phases = verdict.evidence.phases
+    if check.id == "intent-synced" or (check.id == "requests-attempted" and any(p.cut for p in phases)):
+        said = (
+            "the agent acted on facts it had written and not synced (it ran an effect, or sent a model "
+            "request): a power cut there keeps what was done and loses the facts that record it"
+        )
+        return Failure(check.id, Divergence(None, said, [LOST[1]], False))
+    if any(p.failed_calls for p in phases):
+        said = "the agent went on after a write to the log failed: it acted on facts the log does not hold"
+        return Failure(check.id, Divergence(None, said, [LOST[0]], False))
+    return None
 
 
 def size(verdict: Verdict) -> list[Any]:

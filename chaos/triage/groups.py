@@ -71,6 +71,7 @@ class Baseline:
 
     failures: dict[str, str]
     rows: list[str] | None = None
+    cells: list[str] | None = None  # the fault matrix's cells it covered (None: not recorded)
 
 
 def read_baseline(path: Path) -> Baseline:
@@ -81,6 +82,7 @@ def read_baseline(path: Path) -> Baseline:
         version = data.get("version")
         failures = {str(f["key"]): str(f.get("label", "")) for f in data["failures"]}
         rows = [str(r) for r in data["rows"]] if "rows" in data else None
+        cells = [str(c) for c in data["cells"]] if "cells" in data else None
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
         raise UsageError(
             f"{path}: not a baseline ({err}); write one with chaos sweep --write-baseline FILE"
@@ -90,10 +92,10 @@ def read_baseline(path: Path) -> Baseline:
             f"{path}: a baseline of format {version}, this chaos reads formats 1 and {BASELINE_FORMAT}; "
             "write it again with chaos sweep --write-baseline FILE"
         )
-    return Baseline(failures, rows)
+    return Baseline(failures, rows, cells)
 
 
-def write_baseline(path: Path, groups: list[Group], rows: list[str]) -> None:
+def write_baseline(path: Path, groups: list[Group], rows: list[str], cells: list[str]) -> None:
     failures = [{"key": g.key, "label": g.label, "cases": len(g.members)} for g in groups]
-    document = {"version": BASELINE_FORMAT, "failures": failures, "rows": rows}
+    document = {"version": BASELINE_FORMAT, "failures": failures, "rows": rows, "cells": cells}
     path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

@@ -146,7 +146,7 @@ class Session {
 
   static create(workspace, cfg, identity) {
     const id = uuid7();
-    fs.mkdirSync(path.join(workspace, SESSIONS), { recursive: true });
+    makeDirectories(path.join(workspace, SESSIONS), !BUGS.has("no-fsync"));
     const file = path.join(workspace, SESSIONS, `${id}.jsonl`);
     Session.lock(file);
     const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
@@ -195,6 +195,15 @@ class Session {
     this.writeLine(facts.length === 1 ? facts[0] : facts);
     for (const fact of facts) applyFact(this.state, fact);
   }
+}
+
+// mkdir -p, each new directory made durable: under POSIX a new entry survives a power cut only once
+// its parent is synced.
+function makeDirectories(dir, sync) {
+  if (fs.existsSync(dir)) return;
+  makeDirectories(path.dirname(dir), sync);
+  fs.mkdirSync(dir, { recursive: true });
+  if (sync) syncDirectory(path.dirname(dir));
 }
 
 function syncDirectory(dir) {

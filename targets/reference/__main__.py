@@ -58,12 +58,13 @@ def main(argv: list[str]) -> int:
                 args.session,
                 repair_torn_tail="no-torn-tail-repair" not in agent.bugs,
                 repair_on_write="repair-on-write" in agent.variants,
-                sync="no-fsync" not in agent.bugs,
+                sync=not agent.bugs & {"no-fsync", "resume-no-sync"},
                 lock="no-session-lock" not in agent.bugs,
                 wait="blocking-lock" in agent.variants,
                 split="one-fact-per-transaction" in agent.variants,
             )
             session.careless = "ignore-log-errors" in agent.bugs
+            session.full_disk_in_memory = "full-disk-in-memory" in agent.bugs
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
             agent.recovering = True
             outcome, reason = agent.drive(session)
@@ -80,8 +81,10 @@ def main(argv: list[str]) -> int:
                 lock="no-session-lock" not in agent.bugs,
                 split="one-fact-per-transaction" in agent.variants,
                 sync_directory="no-directory-sync" not in agent.bugs,
+                sync_parents="unsynced-parents" not in agent.bugs,
             )
             session.careless = "ignore-log-errors" in agent.bugs
+            session.full_disk_in_memory = "full-disk-in-memory" in agent.bugs
             print(f"session: {session.state.header['id']}", file=sys.stderr, flush=True)
         if args.compact:
             st = session.state

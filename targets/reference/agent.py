@@ -17,6 +17,7 @@ on SIGINT at all), so chaos can prove it blames none of them.
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ BUGS = (
     "client-retries",
     "no-fsync",
     "no-directory-sync",
+    "unsynced-parents",  # mkdir -p of the session directories without syncing their parents
     "old-gate-order",
     "no-session-lock",
     "synthetic-missing-field",
@@ -59,6 +61,11 @@ BUGS = (
     "give-up-on-replay",
     "stale-replay-key",
     "retry-forgets-step",
+    "abort-runs-planned",  # after an abort is durable, still runs the next planned call that had not started
+    "resume-no-sync",  # a resume opens the log without syncing what it appends
+    "full-disk-in-memory",  # a write that fails with ENOSPC is tried once more, then kept in memory only
+    "unreadable-as-empty",  # an answer that is not JSON taken as an empty final reply
+    "no-request-deadline",  # only the socket's per-read timeout: an answer that trickles in never ends
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
@@ -254,7 +261,17 @@ class Agent:
             session.commit(F.abort_requested(op, "tool", pending[0]["toolCallId"]))
         else:
             session.commit(F.abort_requested(op, "model"))
+        if "abort-runs-planned" in self.bugs:
+            self._run_next_planned(session)
         return True
+
+    def _run_next_planned(self, session: SessionFile) -> None:
+        """The abort-runs-planned bug: the answer's next call that had not started runs anyway."""
+        assistant = session.state.last_assistant
+        waiting = [i for i in assistant.unresolved() if i not in assistant.started] if assistant else []
+        if assistant is not None and waiting:
+            function = assistant.calls[waiting[0]]["function"]
+            self._execute(function["name"], json.loads(function["arguments"] or "{}"))
 
     # -- effects -------------------------------------------------------------------------------------
     def _step(self, session: SessionFile, plan: dict[str, Any]) -> None:
@@ -281,7 +298,14 @@ class Agent:
         try:
             retries = 1 if "client-retries" in self.bugs else 0  # like SDKs that retry a 429 by default
             answer = complete(
-                self.base_url, self.model, self.api_key, body, self.timeout, retries, self.protocol
+                self.base_url,
+                self.model,
+                self.api_key,
+                body,
+                self.timeout,
+                retries,
+                self.protocol,
+                self.bugs & {"unreadable-as-empty", "no-request-deadline"},
             )
         except ProviderError as err:
             session.commit(F.step_failed(op, err.code, err.message))

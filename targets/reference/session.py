@@ -10,6 +10,8 @@ during a commit so an abort can never split memory from disk.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
 import signal
@@ -31,6 +33,20 @@ class SessionBusy(SessionUnusable):
 SESSIONS = Path(".tiny-agent") / "sessions"
 
 
+def _make_directories(directory: Path, sync: bool) -> None:
+    """``mkdir -p``, each new directory made durable (``sync``): under POSIX a new entry survives a power cut
+    only once its parent is synced, so a log in directories that were just made needs each of them."""
+    missing = []
+    here = directory
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for made in reversed(missing):
+        made.mkdir(exist_ok=True)
+        if sync:
+            _sync_directory(made.parent)
+
+
 def _sync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -43,6 +59,7 @@ class SessionFile:
     def __init__(self, path: Path, fd: int, reducer: Reducer, sync: bool = True, split: bool = False) -> None:
         self.path, self.fd, self.sync = path, fd, sync  # sync False: the no-fsync bug switch
         self.split = split  # the one-fact-per-transaction variant
+        self.full_disk_in_memory = False  # the full-disk-in-memory bug switch
         self.careless = False  # the ignore-log-errors bug switch: a failed write or sync goes unnoticed
         self.writer = F.Writer(reducer)
         self.torn_at: int | None = None  # the repair-on-write variant: the torn tail still to truncate
@@ -62,11 +79,12 @@ class SessionFile:
         lock: bool = True,
         split: bool = False,
         sync_directory: bool = True,
+        sync_parents: bool = True,
     ) -> SessionFile:
         reducer = Reducer()
         session_id = F.system_ids()()
         directory = workspace / SESSIONS
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_directories(directory, sync and sync_directory and sync_parents)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         path = directory / f"{stamp}_{session_id}.jsonl"
         fd = os.open(
@@ -151,8 +169,16 @@ class SessionFile:
             if self.sync:
                 os.fdatasync(self.fd)
         except OSError as err:
+            if err.errno == errno.ENOSPC and self.full_disk_in_memory:
+                self._write_again(line)
+                return
             if not self.careless:
                 raise SessionUnusable(f"cannot write the session log: {err.strerror}") from None
+
+    def _write_again(self, line: bytes) -> None:
+        """The full-disk-in-memory bug: one more try, then the fact lives in memory only."""
+        with contextlib.suppress(OSError):
+            os.write(self.fd, line)
 
     def close(self) -> None:
         os.close(self.fd)
