@@ -61,7 +61,7 @@ def test_what_a_scenario_needs_is_derived_from_it_and_its_declaration() -> None:
 def test_a_sweep_against_a_contract_only_agent_skips_what_it_cannot_and_passes_the_rest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["sweep", *_paths(SKIPPING), "--target", MINIMAL, "-j", "2", "--mine", "none"]
+    argv = ["sweep", *_paths(SKIPPING), "--target", MINIMAL, "-j", "2", "--mine", "none", "--fault", "kill"]
     code = main([*argv, "--results", str(tmp_path / "r"), "--junit", str(tmp_path / "junit.xml")])
     out, err = capsys.readouterr()
     assert code == 0, out

@@ -118,6 +118,7 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "intent-synced": lambda t: _run("power-loss-after-deploy", "no-fsync"),
     "requests-attempted": lambda t: _run("live-429-failed", "client-retries"),
     "requests-valid": lambda t: _run("pending-deploy-interrupted", "hide-synthetic-results"),
+    "answer-delivered": lambda t: _run("provider-invalid-json", "unreadable-as-empty"),
     "request-context": lambda t: _run("full-workflow", "results-reordered"),
     "usage-billed": lambda t: _run("full-workflow", "double-usage", crash="stepAttempt#2"),
     "one-writer": lambda t: _run("two-writers", "no-session-lock"),

@@ -92,6 +92,8 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
             "-m",
             "chaos",
             "sweep",
+            "--fault",
+            "kill",
             str(SLOW),
             "--target",
             "langgraph",

@@ -98,7 +98,7 @@ def test_the_legal_variants_together_pass_a_sweep_of_every_boundary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     paths = [str(REPO / "scenarios" / f"{name}.toml") for name in SWEPT]
-    argv = ["sweep", *paths, "--target", "reference", "-j", "2", "--mine", "none"]
+    argv = ["sweep", *paths, "--target", "reference", "-j", "2", "--mine", "none", "--fault", "kill"]
     code = main([*argv, "--results", str(tmp_path), "--target-env", f"TINY_REFERENCE_VARIANT={TOGETHER}"])
     out = capsys.readouterr().out
     assert code == 0, out

@@ -30,7 +30,7 @@ NAMES = ["pending-deploy-interrupted", "live-429-failed"]
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("swept")
     paths = [str(REPO / "scenarios" / f"{n}.toml") for n in NAMES]
-    argv = ["sweep", *paths, "-j", "2", "--mine", "none", "--results", str(folder)]
+    argv = ["sweep", *paths, "--fault", "kill", "-j", "2", "--mine", "none", "--results", str(folder)]
     assert main([*argv, "--target-env", "TINY_REFERENCE_BUG=replay-never-tools"]) == 1
     return folder
 

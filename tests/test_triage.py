@@ -46,7 +46,7 @@ EXPECTED = {
 
 
 def _sweep(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(["sweep", *argv, "--mine", "none"])
+    code = main(["sweep", "--fault", "kill", *argv, "--mine", "none"])
     return code, capsys.readouterr().out
 
 
@@ -54,6 +54,7 @@ def _sweep(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
     folder = tmp_path_factory.mktemp("three")
     argv = ["sweep", *(str(REPO / "scenarios" / f"{n}.toml") for n in WIDE), "-j", "2", "--mine", "none"]
+    argv += ["--fault", "kill"]
     argv += ["--results", str(folder / "r")]
     argv += ["--junit", str(folder / "junit.xml"), "--target-env", f"TINY_REFERENCE_BUG={THREE}"]
     out = io.StringIO()

@@ -15,6 +15,8 @@ from chaos.check.base import Check
 from chaos.contract.reading import facts
 from chaos.contract.shapes import USAGE_KEYS
 from chaos.cycle.evidence import Evidence
+from chaos.fault import FAULTS
+from chaos.fault.network import Network
 
 NEEDS = "any"  # requests-valid judges any agent's requests; the rest read a session log
 CATALOG = {
@@ -23,7 +25,15 @@ CATALOG = {
     "third-attempt": "no step got a third model request",
     "requests-attempted": "every model request belongs to a stepAttempt durable when it arrived, one request each",
     "usage-billed": "the usage recorded for each attempt is none, or exactly what the provider billed for it",
+    "answer-delivered": "no answer the provider never delivered whole (none, cut short, reset, not JSON) became "
+    "an assistant entry",
 }
+# The network faults whose answer never arrives whole: its attempt can end only in a stepFailed or a crash.
+UNDELIVERED = tuple(
+    name
+    for name, f in FAULTS.items()
+    if isinstance(f, Network) and f.misbehaviour.sends in ("nothing", "half", "not-json")
+)
 
 
 def _add_usage(totals: dict[str, tuple[int, ...]], owner: str, counters: dict[str, int]) -> None:
@@ -103,6 +113,27 @@ def requests_valid(ev: Evidence) -> Check:
     )
 
 
+def answer_delivered(ev: Evidence) -> Check:
+    name = "no answer the provider never delivered became an assistant entry"
+    faulted = {
+        r["attempt"]: r["fault"] for r in ev.requests if r.get("fault") in UNDELIVERED and r.get("attempt")
+    }
+    if not faulted:
+        return Check.skip("answer-delivered", name, "no answer was withheld, cut or garbled")
+    made = [
+        f"{faulted[f['attemptId']]} answer of attempt {f['attemptId'][:13]}..."
+        for f in (fact["entry"] for fact in facts(ev.final) if fact.get("kind") == "entry")
+        if f.get("type") == "message" and f.get("attemptId") in faulted
+    ]
+    return Check(
+        "answer-delivered",
+        name,
+        not made,
+        "a stepFailed (or an open attempt) for each answer that never arrived whole",
+        "an assistant entry from the " + ", ".join(made) if made else "ok",
+    )
+
+
 def judge(ev: Evidence) -> list[Check]:
     if ev.on_store:
         return [requests_valid(ev)]
@@ -114,4 +145,4 @@ def judge(ev: Evidence) -> list[Check]:
         "at most 2 requests per step",
         f"{most}",
     )
-    return [requests_valid(ev), third, requests_attempted(ev), usage_billed(ev)]
+    return [requests_valid(ev), third, requests_attempted(ev), usage_billed(ev), answer_delivered(ev)]

@@ -76,7 +76,23 @@ class Durability:
 
     @property
     def durable(self) -> int:
-        return self._data if self.entry and not self.lost_directory() else 0
+        return self._data if self.lost_entry() is None else 0
+
+    @property
+    def synced(self) -> int:
+        """The log's bytes its syncs made durable, whether or not its directory entries are."""
+        return self._data
+
+    def lost_entry(self) -> str | None:
+        """The entry on the log's path (relative to the workspace) a power cut would lose now, taking
+        the whole log with it: the log's own, or a directory's the phase created; None when all are
+        durable."""
+        log = self.log()
+        if not log:
+            return None
+        lost = None if self.entry else os.path.realpath(log)
+        lost = self.lost_directory() or lost
+        return os.path.relpath(lost, self.root) if lost and self.root else lost
 
     def _ancestors(self, log: str) -> list[str]:
         """The directories between the workspace and the log (innermost first)."""
@@ -92,7 +108,7 @@ class Durability:
         log = self.log()
         if not log:
             return None
-        for directory in self._ancestors(os.path.realpath(log)):
+        for directory in reversed(self._ancestors(os.path.realpath(log))):  # the outermost first
             if directory not in self._existing and directory not in self._entries:
                 return directory
         return None

@@ -68,6 +68,7 @@ class Phase:
     # at each write to the effect ledger during the phase (the ledger's lines from ``ledger_before`` on).
     durable: int | None = None
     log_written: bytes | None = None
+    lost_entry: str | None = None  # a power cut took the whole log: this entry on its path was not durable
     synced_at_ledger: list[int] | None = None
     ledger_before: int = 0
     frozen: TracedProcess | None = field(default=None, repr=False)  # paused (SIGSTOP), not yet let go on

@@ -290,7 +290,10 @@ def phase_steps(
             phase.view_after = store.read(phase.store_files)
         else:
             if durability is not None and cut:
+                lost = durability.lost_entry()
                 phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
+                if lost and durability.synced:  # it synced its bytes: the entry took them
+                    phase.lost_entry = lost
             phase.log_after = world.log()
         if keep is not None:
             keep(phase)

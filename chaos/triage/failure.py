@@ -88,8 +88,8 @@ class Divergence:
 
 
 # The checks that see a phase act on a fact it had not synced, when a power cut took the fact.
-ACTED = ("intent-before-effect", "intent-synced", "requests-attempted")
-LOST = ("acted-after-failed-write", "acted-before-sync")  # the causes they key on
+ACTED = ("intent-before-effect", "intent-synced", "requests-attempted", "third-attempt")
+LOST = ("acted-after-failed-write", "acted-before-sync", "unsynced-directory-entry")  # the causes they key on
 # The checks that say a log the agent wrote is rejected: one cause, whichever phase wrote the line (the
 # same bug rejects the crash prefix when the start writes it, the final log when a resume does).
 REJECTED = ("prefix-reduces", "final-reduces")
@@ -157,11 +157,27 @@ def _rejected_line(before: bytes, after: bytes) -> Divergence | None:
 
 
 def _rejection(ev: Evidence) -> Divergence | None:
-    """The first transaction a resume appended that the reducer rejects."""
+    """The first transaction a resume appended that the reducer rejects. Where the resume had left the
+    oracle's plan by then (it appended another kind of fact than the plan's), the key is that departure:
+    the rule it broke and the fact that broke it, not the reducer's words, which differ with the
+    operation it broke it in (a stale step in a run or in a compaction is one bug)."""
     for _, before, after in ev.transitions():
         found = _rejected_line(before, after)
-        if found is not None:
-            return found
+        if found is None:
+            continue
+        lines = committed_lines(after)
+        error = reduced(after).error
+        line = error.line if error is not None else len(lines)  # the rejected line; the log before reduces
+        until = b"".join(kept + b"\n" for kept in lines[: line - 1])
+        made = decision(until, ev.current)
+        if made is not None and made.row != "0-idle":
+            departed = departure(made.plan, raw_facts(lines[line - 1 : line]), ev.current)
+            if departed is not None and departed.field is None:
+                planned, kind = _planned(made.plan), found.shape[1]
+                return Divergence(
+                    planned, f"appended {kind}, which the reducer rejects", [planned, kind, "rejected"]
+                )
+        return found
     return None
 
 
@@ -262,7 +278,14 @@ def _acted_on_lost_facts(verdict: Verdict, check: Check) -> Failure | None:
     disk fault). One cause each, whichever check saw it first and in whichever phase (the same code
     writes the log in a first run and in a resume)."""
     phases = verdict.evidence.phases
-    if check.id == "intent-synced" or (check.id == "requests-attempted" and any(p.cut for p in phases)):
+    entry = next((p.lost_entry for p in phases if p.lost_entry), None)
+    if entry is not None:
+        said = (
+            "a power cut took the whole log: the agent created an entry on its path and never synced the "
+            "directory holding it (POSIX keeps a new entry only then), and it had acted on the log"
+        )
+        return Failure(check.id, Divergence(None, said, [LOST[2]], False))
+    if check.id == "intent-synced" or (check.id in ACTED[2:] and any(p.cut for p in phases)):
         said = (
             "the agent acted on facts it had written and not synced (it ran an effect, or sent a model "
             "request): a power cut there keeps what was done and loses the facts that record it"
