@@ -148,7 +148,22 @@ def test_the_html_report_renders_in_headless_chromium(
     results = tmp_path / "sweep"
     path = str(REPO / "scenarios" / "deploy-intent-durable.toml")
     bug = "TINY_REFERENCE_BUG=replay-never-tools"
-    code = main(["sweep", path, "--fault", "kill", "-j", "2", "--results", str(results), "--mine", "none", "--target-env", bug])
+    code = main(
+        [
+            "sweep",
+            path,
+            "--fault",
+            "kill",
+            "-j",
+            "2",
+            "--results",
+            str(results),
+            "--mine",
+            "none",
+            "--target-env",
+            bug,
+        ]
+    )
     assert code == 1
     summary = json.loads((results / "summary.json").read_text())
     capsys.readouterr()

@@ -53,7 +53,12 @@ def test_a_report_writer_that_breaks_is_chaos_s_failure_not_a_finding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(publish, "write_html", _broken)
-    argv = ["sweep", str(Path(__file__).parent.parent / "scenarios" / "open-attempt-retry.toml"), "--fault", "kill"]
+    argv = [
+        "sweep",
+        str(Path(__file__).parent.parent / "scenarios" / "open-attempt-retry.toml"),
+        "--fault",
+        "kill",
+    ]
     code = main([*argv, "--budget", "5", "--mine", "none", "--results", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == ExitCode.INTERNAL, err

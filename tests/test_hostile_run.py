@@ -75,7 +75,18 @@ def test_a_target_env_secret_is_in_no_file_a_sweep_or_a_mine_writes(tmp_path: Pa
         "\n".join(start if line.startswith("start =") else line for line in REFERENCE.splitlines())
     )
     results, mined, junit, baseline = tmp_path / "r", tmp_path / "fx", tmp_path / "j.xml", tmp_path / "b.json"
-    argv = ["sweep", SECTION8, "--fault", "kill", "--target", str(target), "--results", str(results), "--mine", str(mined)]
+    argv = [
+        "sweep",
+        SECTION8,
+        "--fault",
+        "kill",
+        "--target",
+        str(target),
+        "--results",
+        str(results),
+        "--mine",
+        str(mined),
+    ]
     argv += ["--junit", str(junit), "--write-baseline", str(baseline), "-j", "2"]
     argv += [
         "--target-env",
@@ -140,7 +151,21 @@ def test_the_host_path_does_not_reach_a_fixture_through_tool_output(tmp_path: Pa
         "[[turns]]\ntext = 'done'\n"
     )
     mined = tmp_path / "fx"
-    assert main(["sweep", str(scenario), "--fault", "kill", "--results", str(tmp_path / "r"), "--mine", str(mined)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(scenario),
+                "--fault",
+                "kill",
+                "--results",
+                str(tmp_path / "r"),
+                "--mine",
+                str(mined),
+            ]
+        )
+        == 0
+    )
     host = os.environ["PATH"]
     assert _holding(host, tmp_path / "r"), "the tool printed the host's PATH into the agent's log"
     assert list((mined / "fixtures").glob("*.jsonl")), "fixtures were mined"
@@ -269,7 +294,10 @@ def test_resume_refuses_other_settings_and_mends_a_torn_journal(
     assert _sweep(results, "--resume", "--target-env", "TINY_REFERENCE_VARIANT=blocking-lock") == 2
     assert "--target-env TINY_REFERENCE_VARIANT: differs" in capsys.readouterr().err
     other = str(REPO / "scenarios" / "torn-tail.toml")
-    assert main(["sweep", other, "--fault", "kill", "--results", str(results), "--mine", "none", "--resume"]) == 2
+    assert (
+        main(["sweep", other, "--fault", "kill", "--results", str(results), "--mine", "none", "--resume"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "scenario torn-tail: in this sweep" in err and "scenario section8-read-replay" in err
     assert "blocking-lock" not in err and "usage-first" not in err, "a value is never shown"

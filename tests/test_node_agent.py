@@ -29,7 +29,19 @@ def test_the_agent_imports_nothing_of_chaos() -> None:
 @needs_ptrace
 def test_a_full_sweep_passes_with_exact_kills(tmp_path: Path) -> None:
     """Run as a user runs it, in a process of its own (nothing of the test process shares its GIL)."""
-    argv = ["sweep", str(REPO / "scenarios"), *NODE, "--fault", "kill", "-j", "2", "--mine", "none", "--results", str(tmp_path)]
+    argv = [
+        "sweep",
+        str(REPO / "scenarios"),
+        *NODE,
+        "--fault",
+        "kill",
+        "-j",
+        "2",
+        "--mine",
+        "none",
+        "--results",
+        str(tmp_path),
+    ]
     done = subprocess.run([sys.executable, "-m", "chaos", *argv], capture_output=True, text=True, check=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -61,7 +73,19 @@ def test_two_switches_at_once_give_exactly_two_groups(tmp_path: Path) -> None:
     """Grouping measured on an agent that shares no code with chaos: one group per bug, however many
     cases each fails, and even where both bugs meet in one case (the earlier divergence names it)."""
     paths = [str(REPO / "scenarios" / f"{name}.toml") for name in GROUPED]
-    argv = ["sweep", *paths, *NODE, "--fault", "kill", "-j", "2", "--mine", "none", "--results", str(tmp_path)]
+    argv = [
+        "sweep",
+        *paths,
+        *NODE,
+        "--fault",
+        "kill",
+        "-j",
+        "2",
+        "--mine",
+        "none",
+        "--results",
+        str(tmp_path),
+    ]
     argv += ["--target-env", "NODE_AGENT_BUG=stale-assistant-calls,replay-never-tools"]
     done = subprocess.run([sys.executable, "-m", "chaos", *argv], capture_output=True, text=True, check=False)
     assert done.returncode == 1, done.stdout + done.stderr

@@ -126,7 +126,19 @@ def _marked(marker: str) -> list[psutil.Process]:
 def test_an_interrupted_sweep_leaves_no_process_and_resumes(tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
     results = tmp_path / "r"
-    argv = [sys.executable, "-m", "chaos", "sweep", DEPLOY, "--fault", "kill", "--results", str(results), "--mine", "none"]
+    argv = [
+        sys.executable,
+        "-m",
+        "chaos",
+        "sweep",
+        DEPLOY,
+        "--fault",
+        "kill",
+        "--results",
+        str(results),
+        "--mine",
+        "none",
+    ]
     argv += ["--target-env", f"CHAOS_TEST_MARK={marker}"]
     sweep = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     journal = results / "sweep.jsonl"
@@ -302,7 +314,17 @@ def test_a_sweep_never_mines_into_files_git_tracks_unless_told_to(tmp_path: Path
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
     for step in (["init", "-q"], ["add", "."], ["commit", "-qm", "corpus"]):
         subprocess.run([*git, *step], check=True, capture_output=True)
-    sweep = [sys.executable, "-m", "chaos", "sweep", SECTION8, "--fault", "kill", "--results", str(tmp_path / "results")]
+    sweep = [
+        sys.executable,
+        "-m",
+        "chaos",
+        "sweep",
+        SECTION8,
+        "--fault",
+        "kill",
+        "--results",
+        str(tmp_path / "results"),
+    ]
 
     refused = subprocess.run(sweep, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2, refused.stdout + refused.stderr
