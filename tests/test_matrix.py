@@ -187,3 +187,25 @@ def test_a_default_sweep_catches_each_bug_as_one_failure_in_words_of_its_cause(
     groups = summary["groups"]  # type: ignore[index]
     assert code == 1
     assert [g["label"][: len(label)] for g in groups] == [label], [g["label"] for g in groups]
+
+
+THREE = "stale-assistant-calls,replay-never-tools,intent-after-effect"
+# One group per switch, whatever operation a stale step lands in (a run's or a compaction's: the reducer's
+# words differ, the broken rule does not) and whatever fault exposed it
+THREE_GROUPS = {
+    "log-rejected: the oracle planned finish; the agent appended stepAttempt, which the reducer rejects",
+    "plan-followed: the oracle planned appendSynthetic interrupted; the agent appended entry:tool success",
+    "intent-before-effect: no effect ran before its toolStarted was durable",
+}
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_three_switches_at_once_give_three_groups_under_the_matrix(tmp_path: Path) -> None:
+    paths = [
+        str(REPO / "scenarios" / f"{n}.toml") for n in ("compaction-crash", "pending-deploy-interrupted")
+    ]
+    argv = ["sweep", *paths, "-j", "2", "--mine", "none", "--results", str(tmp_path)]
+    assert main([*argv, "--target-env", f"TINY_REFERENCE_BUG={THREE}"]) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {g["label"] for g in summary["groups"]} == THREE_GROUPS

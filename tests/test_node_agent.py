@@ -26,23 +26,18 @@ def test_the_agent_imports_nothing_of_chaos() -> None:
     assert required <= {"fs", "path", "http", "crypto", "child_process"}, required
 
 
+def _sweep(paths: list[str], results: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A kill at every boundary of ``paths``, against the Node agent, in a process of its own."""
+    argv = ["sweep", *paths, *NODE, "--fault", "kill", "-j", "2", "--mine", "none", "--results", str(results)]
+    return subprocess.run(
+        [sys.executable, "-m", "chaos", *argv, *extra], capture_output=True, text=True, check=False
+    )
+
+
 @needs_ptrace
 def test_a_full_sweep_passes_with_exact_kills(tmp_path: Path) -> None:
     """Run as a user runs it, in a process of its own (nothing of the test process shares its GIL)."""
-    argv = [
-        "sweep",
-        str(REPO / "scenarios"),
-        *NODE,
-        "--fault",
-        "kill",
-        "-j",
-        "2",
-        "--mine",
-        "none",
-        "--results",
-        str(tmp_path),
-    ]
-    done = subprocess.run([sys.executable, "-m", "chaos", *argv], capture_output=True, text=True, check=False)
+    done = _sweep([str(REPO / "scenarios")], tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary["findings"] == 0 and summary["cases"] > 300
@@ -73,21 +68,7 @@ def test_two_switches_at_once_give_exactly_two_groups(tmp_path: Path) -> None:
     """Grouping measured on an agent that shares no code with chaos: one group per bug, however many
     cases each fails, and even where both bugs meet in one case (the earlier divergence names it)."""
     paths = [str(REPO / "scenarios" / f"{name}.toml") for name in GROUPED]
-    argv = [
-        "sweep",
-        *paths,
-        *NODE,
-        "--fault",
-        "kill",
-        "-j",
-        "2",
-        "--mine",
-        "none",
-        "--results",
-        str(tmp_path),
-    ]
-    argv += ["--target-env", "NODE_AGENT_BUG=stale-assistant-calls,replay-never-tools"]
-    done = subprocess.run([sys.executable, "-m", "chaos", *argv], capture_output=True, text=True, check=False)
+    done = _sweep(paths, tmp_path, "--target-env", "NODE_AGENT_BUG=stale-assistant-calls,replay-never-tools")
     assert done.returncode == 1, done.stdout + done.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     labels = sorted(g["label"].split(":")[0] for g in summary["groups"])
