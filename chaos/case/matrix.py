@@ -86,7 +86,7 @@ def matrix_crashes(
     faults: Iterable[Fault], boundaries: list[Boundary], kinds: list[str], recovery: bool
 ) -> list[Crash]:
     """The matrix's crashes for one phase, boundary by boundary in the phase's order."""
-    placed = {id(b): [] for b in boundaries}  # type: dict[int, list[str]]
+    placed: dict[int, list[str]] = {id(b): [] for b in boundaries}
     for fault in faults:
         for boundary in place(fault, boundaries, kinds, recovery):
             placed[id(boundary)].append(fault.name)

@@ -25,6 +25,8 @@ import errno
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
+# Where the fault matrix lands a fault among one phase's boundaries (``chaos.case.matrix.place``)
+Placement = Literal["every", "durable", "each-write", "first-write", "between-calls", "each-request"]
 IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 
 
@@ -105,8 +107,8 @@ class Fault:
     # ("each-request"), or nowhere (None: a scenario that names it runs it as written). ``in_recovery``:
     # where it lands in a recovery (a second crash, depth 2): "each-write", "first-write" (the recovery's
     # first write, its plan's own) or None.
-    matrix: ClassVar[str | None] = None
-    in_recovery: ClassVar[str | None] = None
+    matrix: ClassVar[Placement | None] = None
+    in_recovery: ClassVar[Placement | None] = None
 
     def applies_to(self, what: str) -> str | None:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""

@@ -29,6 +29,7 @@ LazyFS, whose models cover those.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -49,9 +50,10 @@ def _flags(pid: int, fd: int) -> int:
 
 
 class Durability:
-    """Follows one phase's syncs; ``durable`` is the log's durable length (0 while a log created in the
-    phase has no durable directory entry), ``at_ledger`` the durable length at each write to the effect
-    ledger (each effect's start and end, in order)."""
+    """Follows one phase's syncs; ``durable`` is the log's durable length (0 while an entry on its path
+    the phase created, under ``root``, the workspace, is not durable), ``at_ledger`` the durable length at
+    each write to the effect ledger (each effect's start and end, in order). ``pattern`` is the log's
+    glob: the directories on its way that exist when the phase begins are durable already."""
 
     def __init__(
         self,
@@ -60,15 +62,20 @@ class Durability:
         start: int,
         persistence: str = "posix",
         root: str | None = None,
+        pattern: str = "",
     ) -> None:
         self.log, self.ledger, self.persistence = log, ledger, persistence
-        self._data = start  # the log's bytes made durable by its syncs
-        self.entry = start > 0  # the log's directory entry is durable (a log the phase found existed)
-        # The directories under ``root`` (the workspace) when the phase began: their entries are durable.
-        # Entries the phase created become durable when their parent is synced while they are there.
+        self.synced = start  # the log's bytes made durable by its syncs (whether its entries are or not)
         self.root = os.path.realpath(root) if root else None
-        self._existing = {os.path.realpath(d) for d, _, _ in os.walk(self.root)} if self.root else set()
+        self._path: str | None = None  # the log's real path, once it exists
+        # The entries on the log's path known durable: what existed when the phase began (the log, if it
+        # had committed bytes, and the directories on the way to it), then each entry a sync of its
+        # directory, or of everything, made durable while it was there.
         self._entries: set[str] = set()
+        if start > 0:
+            self._entries.add(self._real_log() or "")
+        if self.root:
+            self._entries |= _directories_of(self.root, os.path.dirname(pattern))
         self.dropped = False  # a sync failed: nothing more becomes durable
         self.at_ledger: list[int] = []
         self._syncing: dict[int, str] = {}  # pid -> the file its fsync/fdatasync names
@@ -76,60 +83,44 @@ class Durability:
 
     @property
     def durable(self) -> int:
-        return self._data if self.lost_entry() is None else 0
+        return self.synced if self.lost_entry() is None else 0
 
-    @property
-    def synced(self) -> int:
-        """The log's bytes its syncs made durable, whether or not its directory entries are."""
-        return self._data
+    def _real_log(self) -> str | None:
+        """The log's real path, found once: it is read at every ledger write and model request."""
+        if self._path is None:
+            found = self.log()
+            self._path = os.path.realpath(found) if found else None
+        return self._path
 
-    def lost_entry(self) -> str | None:
-        """The entry on the log's path (relative to the workspace) a power cut would lose now, taking
-        the whole log with it: the log's own, or a directory's the phase created; None when all are
-        durable."""
-        log = self.log()
-        if not log:
-            return None
-        lost = None if self.entry else os.path.realpath(log)
-        lost = self.lost_directory() or lost
-        return os.path.relpath(lost, self.root) if lost and self.root else lost
-
-    def _ancestors(self, log: str) -> list[str]:
-        """The directories between the workspace and the log (innermost first)."""
-        out, here = [], os.path.dirname(log)
+    def _on_path(self, log: str) -> list[str]:
+        """The entries from the workspace down to the log: each directory (the outermost first), then the
+        log itself."""
+        out, here = [log], os.path.dirname(log)
         while self.root and here.startswith(self.root + os.sep):
             out.append(here)
             here = os.path.dirname(here)
-        return out
+        return out[::-1]
 
-    def lost_directory(self) -> str | None:
-        """A directory on the log's path that the phase created and whose entry a power cut would lose
-        (its parent not synced since), or None."""
-        log = self.log()
-        if not log:
-            return None
-        for directory in reversed(self._ancestors(os.path.realpath(log))):  # the outermost first
-            if directory not in self._existing and directory not in self._entries:
-                return directory
-        return None
+    def lost_entry(self) -> str | None:
+        """The entry on the log's path (relative to the workspace) a power cut would lose now, taking the
+        whole log with it (a directory the phase created, the outermost first, or the log's own); None
+        when every one is durable."""
+        log = self._real_log()
+        lost = next((e for e in self._on_path(log) if e not in self._entries), None) if log else None
+        return os.path.relpath(lost, self.root) if lost and self.root else lost
 
     def _directory_synced(self, directory: str) -> None:
         """``directory`` synced: the entries in it now are durable (a new log's among them)."""
         try:
-            names = os.listdir(directory)
+            self._entries |= {os.path.join(directory, name) for name in os.listdir(directory)}
         except OSError:
             return
-        self._entries |= {os.path.join(directory, name) for name in names}
-        log = os.path.realpath(self.log() or "")
-        if directory == os.path.dirname(log) and os.path.basename(log) in names:
-            self.entry = True
 
     def _path_durable(self) -> None:
         """Every entry on the log's path made durable at once (``sync``/``syncfs``, or ext4's journal)."""
-        log = self.log()
+        log = self._real_log()
         if log:
-            self.entry = True
-            self._entries |= set(self._ancestors(os.path.realpath(log)))
+            self._entries |= set(self._on_path(log))
 
     def drop_unsynced(self) -> None:
         """A sync of the log failed: what was not synced before it never will be (fsync-error)."""
@@ -138,16 +129,16 @@ class Durability:
     def _synced(self) -> None:
         if self.dropped:
             return
-        self._data = self._log_size()
+        self.synced = self._log_size()
         if self.persistence == "ext4-ordered":
             self._path_durable()
 
     def _log_size(self) -> int:
         path = self.log()
         try:
-            return os.stat(path).st_size if path else self._data
+            return os.stat(path).st_size if path else self.synced
         except FileNotFoundError:
-            return self._data
+            return self.synced
 
     def observe(self, pid: int, tag: int) -> bool:
         """Called at each trap with the process stopped; True asks for a stop when the call returns."""
@@ -178,3 +169,14 @@ class Durability:
             if ptrace.call_result(pid) > 0:
                 self._synced()
         return False
+
+
+def _directories_of(root: str, pattern: str) -> set[str]:
+    """The directories between ``root`` and the log's directory ``pattern`` (a glob) that exist now, each
+    by its real path: what a phase starts with, so only the entries it creates are judged."""
+    found, prefixes = set(), [root]
+    for part in os.path.relpath(pattern, root).split(os.sep) if pattern.startswith(root + os.sep) else []:
+        prefixes = [p for base in prefixes for p in glob.glob(os.path.join(glob.escape(base), part))]
+        prefixes = [os.path.realpath(p) for p in prefixes if os.path.isdir(p)]
+        found |= set(prefixes)
+    return found

@@ -233,7 +233,7 @@ def phase_steps(
         start = committed_length(phase.log_before)
         log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
         durability = Durability(
-            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace)
+            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace), world.log_glob
         )
     abort = world.target.capabilities.abort or "SIGINT"
     log = lambda: str(world.log_path() or "") if store is None else ""  # noqa: E731

@@ -192,8 +192,9 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     done += 1
                     parents.discard(id(case))
                     more = [c for crash in result.next for c in child_cases(case, crash, s)]
-                    if s.space.depth >= 2 or s.space.matrix:
-                        parents |= {id(c) for c in more if c.then_crash is None}
+                    parents |= {
+                        id(c) for c in more if c.then_crash is None and c.crash and s.space.deepens(c.crash)
+                    }
                     queue += more
                     total += len(more)
                     progress.show(done, total, bool(parents))

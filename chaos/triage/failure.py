@@ -20,7 +20,8 @@ group across scenarios, boundaries, protocols, shards and agents:
 5. for a check that names its cause (``Check.cause``: the provider rule a request broke, what a request
    said where the log says another thing): that cause;
 6. an effect or a model request built on a fact the log does not keep (``ACTED``) is one cause, whichever
-   phase did it: ``acted-before-sync`` when the agent wrote the fact and did not sync it,
+   phase did it: ``unsynced-directory-entry`` when a power cut took the whole log because an entry on its
+   path was never synced, ``acted-before-sync`` when the agent wrote the fact and did not sync it,
    ``acted-after-failed-write`` when a write to the log had failed (a disk fault). Which check saw it
    first (the effect's intent, or the request's attempt) depends on where the fault landed, not on the bug.
 
@@ -87,9 +88,17 @@ class Divergence:
         return f"the oracle planned {self.planned}; the agent {self.did}"
 
 
-# The checks that see a phase act on a fact it had not synced, when a power cut took the fact.
+# The checks that see the agent act (run an effect, send a request) on a fact the log does not keep; the
+# last two see it only where a power cut took written facts (else they have causes of their own).
 ACTED = ("intent-before-effect", "intent-synced", "requests-attempted", "third-attempt")
-LOST = ("acted-after-failed-write", "acted-before-sync", "unsynced-directory-entry")  # the causes they key on
+ACTED_ON_CUT = ACTED[2:]
+# The causes they key on (``_acted_on_lost_facts``)
+FAILED_WRITE, UNSYNCED, LOST_ENTRY = (
+    "acted-after-failed-write",
+    "acted-before-sync",
+    "unsynced-directory-entry",
+)
+LOST = (FAILED_WRITE, UNSYNCED, LOST_ENTRY)
 # The checks that say a log the agent wrote is rejected: one cause, whichever phase wrote the line (the
 # same bug rejects the crash prefix when the start writes it, the final log when a resume does).
 REJECTED = ("prefix-reduces", "final-reduces")
@@ -165,9 +174,9 @@ def _rejection(ev: Evidence) -> Divergence | None:
         found = _rejected_line(before, after)
         if found is None:
             continue
-        lines = committed_lines(after)
         error = reduced(after).error
-        line = error.line if error is not None else len(lines)  # the rejected line; the log before reduces
+        assert error is not None  # ``found``: the reducer rejects a line of ``after``
+        lines, line = committed_lines(after), error.line  # the log before the rejected line reduces
         until = b"".join(kept + b"\n" for kept in lines[: line - 1])
         made = decision(until, ev.current)
         if made is not None and made.row != "0-idle":
@@ -284,16 +293,16 @@ def _acted_on_lost_facts(verdict: Verdict, check: Check) -> Failure | None:
             "a power cut took the whole log: the agent created an entry on its path and never synced the "
             "directory holding it (POSIX keeps a new entry only then), and it had acted on the log"
         )
-        return Failure(check.id, Divergence(None, said, [LOST[2]], False))
-    if check.id == "intent-synced" or (check.id in ACTED[2:] and any(p.cut for p in phases)):
+        return Failure(check.id, Divergence(None, said, [LOST_ENTRY], False))
+    if check.id == "intent-synced" or (check.id in ACTED_ON_CUT and any(p.cut for p in phases)):
         said = (
             "the agent acted on facts it had written and not synced (it ran an effect, or sent a model "
             "request): a power cut there keeps what was done and loses the facts that record it"
         )
-        return Failure(check.id, Divergence(None, said, [LOST[1]], False))
+        return Failure(check.id, Divergence(None, said, [UNSYNCED], False))
     if any(p.failed_calls for p in phases):
         said = "the agent went on after a write to the log failed: it acted on facts the log does not hold"
-        return Failure(check.id, Divergence(None, said, [LOST[0]], False))
+        return Failure(check.id, Divergence(None, said, [FAILED_WRITE], False))
     return None
 
 

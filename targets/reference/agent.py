@@ -305,7 +305,7 @@ class Agent:
                 self.timeout,
                 retries,
                 self.protocol,
-                self.bugs & {"unreadable-as-empty", "no-request-deadline"},
+                self.bugs,
             )
         except ProviderError as err:
             session.commit(F.step_failed(op, err.code, err.message))

@@ -52,7 +52,7 @@ def complete(
     timeout: float,
     retries: int = 0,
     protocol: str = "openai-chat",
-    bugs: frozenset[str] | set[str] = frozenset(),
+    bugs: frozenset[str] = frozenset(),
 ) -> Answer:
     """One model request (``retries``: resend a failed one that many times (a 429, a 5xx, a dropped
     connection, an unreadable answer), as some SDKs quietly do; the contract's agent never does: a live
@@ -79,7 +79,7 @@ def _complete(
     chat: dict[str, Any],
     timeout: float,
     name: str,
-    bugs: frozenset[str] | set[str] = frozenset(),
+    bugs: frozenset[str] = frozenset(),
 ) -> Answer:
     """Send ``chat`` (a chat-completions body) in the protocol ``name`` and read the answer back."""
     protocol = PROTOCOLS[name]
