@@ -61,7 +61,7 @@ def test_each_fault_lands_where_its_kind_of_trouble_happens() -> None:
     assert _at("abort") == ["entry:toolUse#1", "entry:tool#1", "entry:tool#2"], "between two calls"
     for fault in ("reset", "cut-stream", "duplicate", "hang", "invalid-json", "trickle"):
         assert _at(fault) == ["model-request#1", "model-request#2"], f"{fault}: a first request and a retry"
-        assert _at(fault, recovery=True) == []
+        assert _at(fault, recovery=True) == ["model-request#2"], f"{fault}: a recovery's retried request"
     for fault in ("torn", "pause", "abort-then-kill"):
         assert _at(fault) == [], f"{fault} runs where a scenario names it"
 

@@ -5,10 +5,12 @@ to a single case of hundreds, or to none. The matrix lands each fault where its 
 (each fault says where itself: ``Fault.matrix``): kill at every boundary, a power cut at every durable
 one; a full disk, a failing fsync and a short write at the first write of each kind (header, run start,
 attempt, answer, intent, result, terminal); an abort between two tool calls; each network fault at the
-first request of each kind (a first attempt, a retry, a compaction). A second crash in recovery (depth 2)
-lands a power cut at the first write of each kind the recovery made, and the disk faults at its first
-write (its plan's own: a retried attempt, a synthetic result, a replay, a finish), after a kill at the
-first boundary of each kind of the run (each fault's ``in_recovery``).
+first request of each kind (a first attempt, a compaction). A second crash in recovery (depth 2)
+lands a power cut at the first write of each kind the recovery made, the disk faults at its first
+write (its plan's own: a retried attempt, a synthetic result, a replay, a finish), and each network fault
+at its retried attempt's request (a run never retries a request itself: the contract makes a failed one
+a ``stepFailed``, so a retry is recovery's), after a kill at the first boundary of each kind of the run
+(each fault's ``in_recovery``).
 
 A cell of the matrix is a fault at a kind of moment (``cell``); the summary prints the cells covered and a
 baseline keeps them, so a night that covers less says so. Pure: boundaries and request kinds in, crashes out.
@@ -16,9 +18,10 @@ baseline keeps them, so a night that covers less says so. Pure: boundaries and r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from chaos.contract.kinds import kind_of
 from chaos.fault import IN_FLIGHT, Fault
 from chaos.scenario.model import Boundary, Crash
 
@@ -26,18 +29,33 @@ RECOVERY = " in recovery"  # a cell's suffix for a second crash in recovery
 BETWEEN_CALLS = ("entry:toolUse", "entry:tool")  # an answer's calls are planned; a call's result is in
 
 
-def request_kinds(requests: Sequence[dict[str, Any]], start: int, end: int) -> list[str]:
+def request_kinds(
+    requests: Sequence[dict[str, Any]], start: int, end: int, retried: Collection[str] = ()
+) -> list[str]:
     """The kind of each model request ``requests[start:end]`` (one phase's): a compaction, a retry (an
-    earlier request, in any phase, carried the same conversation) or a first attempt."""
+    earlier request, in any phase, carried the same conversation, or it belongs to an attempt in
+    ``retried``: a crash-unknown attempt's attempt 2, whose first may never have been sent) or a first
+    attempt."""
     seen = {r["stepKey"] for r in requests[:start]}
     kinds = []
     for request in requests[start:end]:
         if request.get("compaction"):
             kinds.append("compaction request")
+        elif request["stepKey"] in seen or request.get("attempt") in retried:
+            kinds.append("retry request")
         else:
-            kinds.append("retry request" if request["stepKey"] in seen else "first request")
+            kinds.append("first request")
         seen.add(request["stepKey"])
     return kinds
+
+
+def retried_attempts(facts: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """The attempts among a log's ``facts`` that retry a crash-unknown one (``stepAttempt`` attempt 2)."""
+    return frozenset(
+        body["attemptId"]
+        for kind, body in map(kind_of, facts)
+        if kind == "stepAttempt" and body["attempt"] == 2
+    )
 
 
 def moment(boundary: Boundary, request_kind: str | None = None) -> str:
@@ -77,6 +95,8 @@ def place(fault: Fault, boundaries: list[Boundary], kinds: list[str], recovery: 
         chosen = [i for i in durable if boundaries[i].what in BETWEEN_CALLS]
     elif where == "each-request":
         chosen = _first_of_each(kinds, [i for i in fits if boundaries[i].what == "model-request"])
+    elif where == "retry-request":
+        chosen = [i for i in fits if kinds[i] == "retry request"][:1]
     else:
         chosen = []
     return [boundaries[i] for i in chosen]

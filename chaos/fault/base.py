@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 # Where the fault matrix lands a fault among one phase's boundaries (``chaos.case.matrix.place``)
-Placement = Literal["every", "durable", "each-write", "first-write", "between-calls", "each-request"]
+Placement = Literal[
+    "every", "durable", "each-write", "first-write", "between-calls", "each-request", "retry-request"
+]
 IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 
 
@@ -106,7 +108,8 @@ class Fault:
     # ("each-write"), between two tool calls ("between-calls"), at the first model request of each kind
     # ("each-request"), or nowhere (None: a scenario that names it runs it as written). ``in_recovery``:
     # where it lands in a recovery (a second crash, depth 2): "each-write", "first-write" (the recovery's
-    # first write, its plan's own) or None.
+    # first write, its plan's own), "retry-request" (the recovery's retried attempt's request: a run never
+    # retries a request itself, the contract makes a failed one a ``stepFailed``) or None.
     matrix: ClassVar[Placement | None] = None
     in_recovery: ClassVar[Placement | None] = None
 

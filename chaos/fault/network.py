@@ -15,6 +15,7 @@ class Network(Fault):
     places = "model-request"
     on_stores = True
     matrix = "each-request"
+    in_recovery = "retry-request"
     crashes = False
     enables: ClassVar[tuple[str, ...]] = ("requests-attempted", "third-attempt", "final-reduces")
 

@@ -4,10 +4,10 @@ matrix's cells) at those a recovery passed."""
 from __future__ import annotations
 
 from chaos.case.definition import Case
-from chaos.case.matrix import cell, moment, request_kinds
+from chaos.case.matrix import cell, moment, request_kinds, retried_attempts
 from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
-from chaos.contract.reading import reduced
+from chaos.contract.reading import facts, reduced
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
@@ -37,7 +37,7 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
 
 def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list[str]:
     """Each boundary's kind of moment (a model request's: first, retry or compaction)."""
-    requests = request_kinds(evidence.requests, *phase.requests)
+    requests = request_kinds(evidence.requests, *phase.requests, retried_attempts(facts(phase.log_after)))
     return [
         moment(b, requests[b.nth - 1] if b.what == "model-request" and b.nth <= len(requests) else None)
         for b in boundaries
