@@ -25,6 +25,7 @@ import pytest
 from chaos import api
 from chaos.api import SweepResult
 from chaos.case.verdict import Verdict
+from chaos.cli import main
 from chaos.scenario.model import Boundary, Crash
 from tests.conftest import REPO, needs_ptrace
 
@@ -170,3 +171,18 @@ def test_the_pytest_plugin_runs_a_framework_scenario(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr  # the uninterrupted run already shows the bug
     assert "effect deploy ran before its tool call was durable in the store" in done.stdout
     assert "reproduce: chaos run " in done.stdout
+
+
+@langgraph
+def test_a_graph_that_cannot_be_imported_is_a_setup_error_named_with_its_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing module is the agent's own words and the fix (exit 2), not advice about the store path."""
+    spec = tmp_path / "missing-module.toml"
+    text = (REPO / "targets" / "langgraph.toml").read_text()
+    spec.write_text(text.replace('"--db"', '"--app", "not_on_the_path:graph", "--db"'))
+    code = main(["target", "check", str(spec), "--results", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "No module named 'not_on_the_path'" in out and "set PYTHONPATH" in out, out
+    assert "point [store] path" not in out, out

@@ -215,6 +215,27 @@ def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
             )
 
 
+# What a Python agent prints when it cannot import the code it runs: a setup mistake, not the store's
+_IMPORT_FAILED = ("No module named", "ModuleNotFoundError", "ImportError", "cannot import name")
+
+
+def _no_run(verdict: Verdict, path: str, kind: str) -> str:
+    """Why the start left no run in the store, and what to change: an agent that died before it wrote
+    anything (its own words, where it could not import its code) is a command that does not run, not a
+    store chaos looks for in the wrong place."""
+    start = verdict.evidence.start
+    said = said_last(verdict.folder / "start.stderr", 3)
+    if start.returncode in (None, 0) or not said:
+        return f"the start left no run in the store at {path} (store kind {kind}); point [store] path at the file the agent writes"
+    died = f"the start exited {start.returncode} before it wrote a run; it said: {said}"
+    if any(sign in said for sign in _IMPORT_FAILED):
+        return (
+            f"{died}; the agent cannot import its code: it runs in the workspace with the target's [env], "
+            "so set PYTHONPATH there (or cwd) to the folder that holds the module --app names"
+        )
+    return died
+
+
 HELLO = Scenario(prompt="Say hello.", turns=[Turn(text="Hello.")], name="store-hello")
 
 
@@ -259,10 +280,7 @@ def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concer
     if start.unreadable:
         runs.problems.append(f"{name}: the store cannot be read: {start.unreadable}")
     elif not verdict.evidence.start.killed and not start.started:
-        runs.problems.append(
-            f"{name}: the start left no run in the store at {spec.path} "
-            f"(store kind {spec.kind}); point [store] path at the file the agent writes"
-        )
+        runs.problems.append(f"{name}: {_no_run(verdict, spec.path, spec.kind)}")
     for check in verdict.failed:
         if check.id in ("same-outcome", "store-consistent", "requests-valid"):
             answer.problems.append(f"{name}: {check.got}")
