@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
@@ -16,6 +17,7 @@ from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped, UsageError
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
+from chaos.world.protocols import PROTOCOLS
 
 # Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
 Judge = Callable[[Evidence, Path], list[Check]]
@@ -75,13 +77,25 @@ def exercised_nothing(scenario: Scenario, clean: Evidence) -> str | None:
     if not scripted or clean.effects():
         return None
     said = next((o.text for o in clean.view.outputs), None)
+    offered = sorted({str(t["name"]) for t in _offered(clean)})
     return (
         f"the script calls {', '.join(scripted)}, and the uninterrupted run against {clean.target.name} ran no "
         "effect"
+        + (f"; the agent offered the model {', '.join(offered) or 'no tool'}" if clean.requests else "")
         + (f" (the agent answered: {said[:200]!r})" if said else "")
         + ": the agent has no such tool, or its tools report no effect to chaos (chaos.ledger.effect(NAME, ..., "
         "call_id=...)); script the agent's own tools, or add that line to them"
     )
+
+
+def _offered(clean: Evidence) -> list[dict[str, Any]]:
+    """The tool definitions the agent's model requests declared, in any protocol."""
+    return [
+        tool
+        for request in clean.requests
+        if request.get("protocol") in PROTOCOLS
+        for tool in PROTOCOLS[request["protocol"]].tools(request["body"])
+    ]
 
 
 def clean_run(scenario: Scenario, target: Target, extra_env: dict[str, str] | None, folder: Path) -> Evidence:
