@@ -21,6 +21,7 @@ This module imports nothing of chaos: an agent pays only for it.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -35,6 +36,20 @@ def record(ledger: str, entry: dict[str, Any]) -> None:
         os.write(fd, json.dumps(entry).encode() + b"\n")
     finally:
         os.close(fd)
+
+
+def _started(ledger: str, name: str, entry: dict[str, Any]) -> int:
+    """Append an effect's start line and return its number among the starts of ``name``: counted and
+    written under an exclusive lock on the ledger, so two effects running at once (a framework's parallel
+    tool calls, two processes) never both take number 1, and each has a gate of its own."""
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        occurrence = 1 + sum(1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start")
+        os.write(fd, json.dumps(entry).encode() + b"\n")
+        return occurrence
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
 def entries(path: Path) -> list[dict[str, Any]]:
@@ -68,8 +83,7 @@ def effect(name: str, *detail: str, call_id: str | None = None, **known: Any) ->
     base: dict[str, Any] = {"effect": name, "detail": list(detail), "pid": os.getpid()}
     if call_id is not None:
         base["callId"] = call_id
-    occurrence = 1 + sum(1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start")
-    record(ledger, {**base, "phase": "start", "time": time.time(), **known})
+    occurrence = _started(ledger, name, {**base, "phase": "start", "time": time.time(), **known})
     gate(f"{name}.during", occurrence)
     record(ledger, {**base, "phase": "done", "time": time.time()})
     gate(f"{name}.after", occurrence)

@@ -1,0 +1,61 @@
+"""The effect ledger numbers effects that run at once apart (issue 32: a framework's parallel tool calls
+both took number 1, so the second one's crash points were never reached): each start gets its own number,
+and with it a gate of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from chaos.ledger import entries
+from tests.conftest import REPO
+
+# Each process is ready (imported) before any starts its effect, so they start within a moment of each
+# other: without the ledger's lock two of them read the same count (1 burst in 4 here)
+RUN = """
+import os, sys
+from chaos.ledger import effect
+open(sys.argv[2] + "." + sys.argv[1], "w").close()
+while not os.path.exists(sys.argv[2]):
+    pass
+effect(sys.argv[3], call_id=sys.argv[1])
+"""
+MANY = 8
+
+
+def _wait(until: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not until() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _burst(tmp_path: Path, name: str) -> list[str]:
+    """``MANY`` processes start the effect ``name`` at once; the gates they wait at."""
+    gates, go = tmp_path / "gates", tmp_path / f"go-{name}"
+    gates.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CHAOS_LEDGER": str(tmp_path / "ledger.jsonl")}
+    env |= {"CHAOS_GATES": f"{name}.during", "CHAOS_GATE_DIR": str(gates)}
+    argv = [sys.executable, "-c", RUN]
+    procs = [subprocess.Popen([*argv, f"{name}-{i}", str(go), name], env=env) for i in range(MANY)]
+    try:
+        _wait(lambda: len(list(tmp_path.glob(f"go-{name}.*"))) == MANY, 60)
+        go.touch()
+        _wait(lambda: len(list(gates.glob(f"{name}.*.waiting"))) == MANY, 10)
+        return sorted(p.name for p in gates.glob(f"{name}.*.waiting"))
+    finally:
+        for n in range(1, MANY + 1):
+            (gates / f"{name}.during#{n}.release").touch()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+def test_effects_started_at_once_each_get_a_number_and_a_gate_of_their_own(tmp_path: Path) -> None:
+    for name in ("deploy", "charge", "email", "migrate"):
+        waiting = _burst(tmp_path, name)
+        assert waiting == sorted(f"{name}.during#{n}.waiting" for n in range(1, MANY + 1)), waiting
+    starts = [e["callId"] for e in entries(tmp_path / "ledger.jsonl") if e["phase"] == "start"]
+    assert len(starts) == len(set(starts)) == 4 * MANY
