@@ -186,3 +186,35 @@ def test_a_graph_that_cannot_be_imported_is_a_setup_error_named_with_its_fix(
     assert code == 2, out
     assert "No module named 'not_on_the_path'" in out and "set PYTHONPATH" in out, out
     assert "point [store] path" not in out, out
+
+
+def _shape(tmp_path: Path, app: str, durability: str = "sync") -> Path:
+    """A target file for a graph of ``tests/agents/shapes.py``, at least once as LangGraph promises."""
+    text = (REPO / "tests" / "targets" / "langgraph-at-most-once.toml").read_text()
+    text = text.replace("my_graph:make", f"shapes:{app}").replace('"sync"', f'"{durability}"')
+    text = text.replace('semantics = "at-most-once"', 'semantics = "at-least-once"')
+    text = text.replace("{target_dir}/../agents", str(REPO / "tests" / "agents"))
+    spec = tmp_path / f"{app}-{durability}.toml"
+    spec.write_text(text)
+    return spec
+
+
+@langgraph
+@pytest.mark.parametrize("app", ["subgraph", "custom_channel"])
+def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path) -> None:
+    """A subgraph checkpoints its calls in its own namespace; a graph may keep its work item in a channel
+    of its own. Both are correct designs in sync mode: crashed where the call became durable, and where
+    the deploy is running, they pass (reading only the root's messages failed both, 20 of 22 cases)."""
+    spec = _shape(tmp_path, app)
+    for crash in (None, Crash(Boundary("effect-running", {"effect": "deploy"}))):
+        scenario = api.load(ONE) if crash is None else api.load(ONE).with_crash(crash)
+        verdict = api.run(scenario, spec, results=tmp_path / str(crash))
+        assert verdict.ok, [c.cause for c in verdict.failed]
+        assert verdict.evidence.start.exact in (True, None)
+
+
+@langgraph
+def test_a_subgraph_in_async_mode_is_still_caught(tmp_path: Path) -> None:
+    """Seeing the subgraph's namespace does not hide the async-durability bug inside it."""
+    verdict = api.run(api.load(SLOW), _shape(tmp_path, "subgraph", "async"), results=tmp_path / "r")
+    assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)

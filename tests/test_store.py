@@ -294,3 +294,22 @@ def test_a_secret_a_framework_agent_keeps_in_its_store_is_written_nowhere(tmp_pa
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not [p for p in written if secret.encode() in p.read_bytes()]
     assert any(b"${STORE_AGENT_NOTE}" in p.read_bytes() for p in (tmp_path / "fx").rglob("store.jsonl"))
+
+
+def test_the_langgraph_store_knows_every_call_id_the_model_server_gives() -> None:
+    """A bare call id in a graph's own channel is recognised by its shape: the shape each protocol's
+    answers give, with and without the fresh-id suffix of a repeated request."""
+    import re
+
+    from chaos.scenario import Turn
+    from chaos.store.langgraph import CALL_ID
+    from chaos.world.model_server import default_usage
+    from chaos.world.protocols import PROTOCOLS, Conversation
+
+    turn = Turn(tool_calls=[{"name": "deploy", "arguments": {"service": "web"}}])
+    for protocol in PROTOCOLS.values():
+        for nonce in ("", "_r12"):
+            body = json.dumps(protocol.answer(turn, 3, Conversation([], 3), default_usage(3), nonce).body)
+            ids = set(re.findall(r'"(?:call_id|id)": "([^"]+)"', body))
+            assert any(CALL_ID.fullmatch(i) for i in ids), (protocol.name, ids)
+    assert not CALL_ID.fullmatch("call-1") and not CALL_ID.fullmatch("deploy web")

@@ -39,10 +39,13 @@ class View:
     unreadable: str | None = None  # why the copy could not be read (a finding of its own)
     waiting: tuple[str, ...] = field(default=())  # calls a saved run state holds for approval
     started: bool = False  # the run's input is durable: there is a run to resume
+    held: frozenset[str] = frozenset()  # call ids the store keeps outside a call (a graph's own work item)
 
     @property
     def call_ids(self) -> frozenset[str]:
-        return frozenset(c.id for c in self.calls)
+        """The calls the framework will resume from: those the store holds whole, and those it names by
+        their id alone (a graph that keeps ``pending=[call id]`` in a channel of its own)."""
+        return frozenset(c.id for c in self.calls) | self.held
 
     def orphan_calls(self) -> list[Call]:
         """Calls without an output: a finished run must not leave one (the next request is refused)."""
@@ -62,7 +65,7 @@ class View:
         def rename(call_id: str) -> str:
             return names.setdefault(call_id, f"call-{len(names) + 1}")
 
-        return {
+        out = {
             "calls": [{"id": rename(c.id), "name": c.name, "arguments": c.arguments} for c in self.calls],
             "outputs": [{"callId": rename(o.call_id), "text": o.text} for o in self.outputs],
             "final": self.final,
@@ -71,11 +74,15 @@ class View:
             "waiting": [rename(w) for w in self.waiting],
             "started": self.started,
         }
+        if self.held:  # (older fixtures have none)
+            out["held"] = [rename(h) for h in sorted(self.held)]
+        return out
 
     def lines(self) -> list[str]:
         """What the store holds, one line an item a person reads (the report's crash prefix)."""
         names = {c.id: c.name for c in self.calls}
         out = [f"call {c.name} ({c.id}) {c.arguments}".rstrip() for c in self.calls]
+        out += [f"call id {h}, held apart from its call" for h in sorted(self.held - set(names))]
         out += [f"output of {names.get(o.call_id, '?')} ({o.call_id}): {o.text}" for o in self.outputs]
         out += [f"final answer: {self.final}"] if self.final is not None else []
         out += [f"unreadable: {self.unreadable}"] if self.unreadable else []

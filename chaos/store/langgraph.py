@@ -2,40 +2,77 @@
 
 A step writes two commits: ``put_writes`` (a task's writes, kept as pending
 writes until the step's checkpoint) and ``put`` (the checkpoint). A call is
-durable once an ``AIMessage`` carrying it is in the latest checkpoint of its
-thread or in that checkpoint's pending writes; its output once a
-``ToolMessage`` answering it is. Resume applies pending writes and re-runs only
-the tasks that have none, so both count. Needs ``pip install 'chaos[langgraph]'``.
+durable once the store holds it anywhere the framework resumes from: an
+``AIMessage`` carrying it, or its id alone (a graph's own work item), in any
+channel of the latest checkpoint of its thread in any namespace (a subgraph
+checkpoints in a namespace of its own) or in that checkpoint's pending writes;
+its output once a ``ToolMessage`` answering it is. Resume applies pending
+writes and re-runs only the tasks that have none, so both count. Needs
+``pip install 'chaos[langgraph]'``.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.store.base import Call, Output, Store, View, register
 from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 
+# The tool call ids chaos's model server invents (``chaos.world.protocols``): a string of this shape in a
+# graph's own channel names a call the graph will run when resumed
+CALL_ID = re.compile(r"(call|toolu|fc)_\d+_\d+(_r\d+)?")
+_MESSAGE_TYPES = ("ai", "tool", "human", "system")
 
-def _messages(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
+
+@dataclass
+class _Found:
+    """What a walk over the checkpoints found: messages (each once, by id) and bare call ids."""
+
+    messages: dict[str, Any] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)
+    root: int = 0  # how many of ``messages`` the root namespace holds (they come first): the run's answer
+
+    def walk(self, value: Any, depth: int = 0) -> None:
+        """Every message and call id in ``value``, however the graph nests it: a channel of its own, a
+        list of work items, a ``Send`` packet's argument, a dict of anything."""
+        if depth > 20:
+            return
+        if getattr(value, "type", None) in _MESSAGE_TYPES and hasattr(value, "content"):
+            self.messages.setdefault(getattr(value, "id", None) or repr(value), value)
+        elif isinstance(value, str):
+            if CALL_ID.fullmatch(value):
+                self.held.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self.walk(item, depth + 1)
+        elif isinstance(value, list | tuple | set | frozenset):
+            for item in value:
+                self.walk(item, depth + 1)
+        elif hasattr(value, "__slots__") or hasattr(value, "__dict__"):  # a Send, a dataclass, a model
+            for name in getattr(value, "__slots__", None) or list(vars(value)):
+                self.walk(getattr(value, name, None), depth + 1)
 
 
-def _thread_messages(connection: sqlite3.Connection) -> list[Any]:
+def _found(connection: sqlite3.Connection) -> _Found:
+    """Every message and call id the framework resumes from: the latest checkpoint of each thread in each
+    namespace (a subgraph's calls live in its own), every channel of it, and its pending writes."""
     from langgraph.checkpoint.sqlite import SqliteSaver  # the framework's own reader of its format
 
     saver = SqliteSaver(connection)
-    threads = [r[0] for r in connection.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1")]
-    messages: list[Any] = []
-    for thread in threads:
-        found = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
-        if found is None:
+    found = _Found()
+    spaces = connection.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints ORDER BY 2, 1")
+    for thread, namespace in list(spaces):
+        latest = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace}})
+        if latest is None:
             continue
-        messages += _messages(found.checkpoint["channel_values"].get("messages", []))
-        for _, channel, value in found.pending_writes or []:
-            if channel == "messages":
-                messages += [m for m in _messages(value) if m not in messages]
-    return messages
+        found.walk(latest.checkpoint["channel_values"])
+        found.walk([value for _, _, value in latest.pending_writes or []])
+        if namespace == "":
+            found.root = len(found.messages)
+    return found
 
 
 class LangGraphStore(Store):
@@ -50,20 +87,25 @@ class LangGraphStore(Store):
                 if connection is None or "checkpoints" not in tables(connection):
                     return View()
                 count = rows(connection)
-                messages = _thread_messages(connection)
+                found = _found(connection)
         except (sqlite3.Error, ValueError, KeyError, TypeError) as err:
             return View(unreadable=unreadable(err))
-        calls: list[Call] = []
+        calls: dict[str, Call] = {}
         outputs: list[Output] = []
         final = None
-        for message in messages:
+        for n, message in enumerate(found.messages.values()):
             kind = getattr(message, "type", "")
             if kind == "ai":
-                calls += [Call(str(c["id"]), str(c["name"]), repr(c.get("args"))) for c in message.tool_calls]
-                final = None if message.tool_calls else str(message.content)
+                for c in message.tool_calls:
+                    calls.setdefault(str(c["id"]), Call(str(c["id"]), str(c["name"]), repr(c.get("args"))))
+                if n < found.root or not found.root:  # a subgraph's answer is not the run's
+                    final = None if message.tool_calls else str(message.content)
             elif kind == "tool":
                 outputs.append(Output(str(message.tool_call_id), str(message.content)))
-        return View(tuple(calls), tuple(outputs), final, count, started=bool(messages))
+        held = frozenset(found.held - set(calls))
+        return View(
+            tuple(calls.values()), tuple(outputs), final, count, started=bool(found.messages), held=held
+        )
 
 
 LANGGRAPH = register(LangGraphStore())
