@@ -45,7 +45,9 @@ def _started(ledger: str, name: str, entry: dict[str, Any]) -> int:
     fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        occurrence = 1 + sum(1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start")
+        occurrence = 1 + sum(
+            1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start"
+        )
         os.write(fd, json.dumps(entry).encode() + b"\n")
         return occurrence
     finally:

@@ -270,7 +270,10 @@ def test_a_scenario_whose_tools_the_agent_lacks_tests_nothing_and_says_so(tmp_pa
     scenario = replace(
         scenario, turns=[Turn(tool_calls=[{"name": "charge", "arguments": {}}]), Turn(text="Done.")]
     )
-    with pytest.raises(UsageError, match=r"the script calls charge.*ran no effect; the agent offered the model deploy.*not a valid tool"):
+    with pytest.raises(
+        UsageError,
+        match=r"the script calls charge.*ran no effect; the agent offered the model deploy.*not a valid tool",
+    ):
         api.sweep([scenario.with_crash(None)], STORE_AGENT, results=tmp_path / "sweep", jobs=2)
     assert api.run(api.load(SCENARIO).with_crash(None), STORE_AGENT, results=tmp_path / "ok").ok
 
