@@ -218,3 +218,15 @@ def test_a_subgraph_in_async_mode_is_still_caught(tmp_path: Path) -> None:
     """Seeing the subgraph's namespace does not hide the async-durability bug inside it."""
     verdict = api.run(api.load(SLOW), _shape(tmp_path, "subgraph", "async"), results=tmp_path / "r")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
+
+
+@langgraph
+def test_parallel_calls_reach_the_second_effects_crash_points(tmp_path: Path) -> None:
+    """Two deploys in one answer run at once in ToolNode's threads: the second is its own effect (number
+    2, its own gate), so a kill while it runs lands, exactly, and the sync design passes."""
+    two = REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml"
+    verdict = api.run(api.load(two), "langgraph", results=tmp_path)
+    assert verdict.evidence.start.reached and verdict.evidence.start.exact
+    assert verdict.ok, [c.cause for c in verdict.failed]
+    started = [e for e in verdict.evidence.ledger if e["phase"] == "start"]
+    assert len({e["callId"] for e in started}) == 2, started
