@@ -69,6 +69,9 @@ SYMPTOMS = {
         "again-appends-nothing",
     },
     "requests-valid": {"outcome", "blocked-reason", "effect-count"},  # a refused request fails the step
+    # an answer never delivered whole, taken as one: the run ends on it (completed where failed was due,
+    # the effects it would have led to never run)
+    "answer-delivered": {"outcome", "effect-count"},
     # an effect that ran before its intent was durable leaves a prefix without that intent: a scenario's
     # hand-written plan for the crash during the effect cannot match it (one bug, one failure)
     "intent-before-effect": {"prefix-plan"},

@@ -27,7 +27,9 @@ group across scenarios, boundaries, protocols, shards and agents:
 
 Checks that are not about plans or outcomes (the crash prefix, an effect that
 ran twice, a process left behind) key on the check alone; a timeout, a
-leftover process or a stray file also keys on the kinds of phase it happened in.
+leftover process or a stray file also keys on the kinds of phase it happened in, except a timeout in a
+case whose fault withheld a model answer (``hang``, ``trickle``): that is the agent's deadline, one cause
+in whichever phase the answer was withheld.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from chaos.mine.signature import action_shape
 from chaos.process.phase import PhaseKind
 
 _PHASED = ("timeout", "processes", "sandbox")  # checks whose failing phase kind is part of the key
+WITHHELD = "an answer withheld"  # a timeout's where, when the case's fault withheld a model answer
 # Checks about plans and outcomes: their key has the divergence.
 _ABOUT_PLANS = (
     "prefix-reduces",
@@ -267,11 +270,14 @@ def failure_of(verdict: Verdict) -> Failure | None:
         earlier = next((c for c in failed if c.id == "plan-followed"), None)
         if earlier is not None and _diverged_before_rejection(verdict.evidence):
             first = earlier
-    lost = _acted_on_lost_facts(verdict, first) if first.id in ACTED else None
+    acted = next((c for c in failed if c.id in ACTED), None)  # (what it explains may fail first)
+    lost = _acted_on_lost_facts(verdict, acted) if acted is not None else None
     if lost is not None:
         return lost
     where: tuple[str, ...] = ()
-    if first.id in _PHASED:
+    if first.id == "timeout" and verdict.scenario.withholds_answer():
+        where = (WITHHELD,)  # the agent's deadline, whichever phase the fault withheld an answer from
+    elif first.id in _PHASED:
         named = {re.sub(r"-\d+", "", p.name) for p in verdict.phases if p.name in first.got}
         where = tuple(sorted(named))
     about = first.id in _ABOUT_PLANS
