@@ -21,15 +21,25 @@ def deploy(service: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> st
     return f"deployed {service}"
 
 
-def make(checkpointer: Any) -> Any:
-    model = ChatOpenAI(
+def model() -> Any:
+    """The chat model, served by chaos's model server, with the tool bound."""
+    chat = ChatOpenAI(
         base_url=os.environ["OPENAI_BASE_URL"], api_key="chaos", model="scripted/model", max_retries=0
     )
-    bound = model.bind_tools([deploy])
+    return chat.bind_tools([deploy])
+
+
+def loop() -> StateGraph[MessagesState]:
+    """The agent loop: the model, then its tool calls, until it answers."""
+    bound = model()
     graph = StateGraph(MessagesState)
     graph.add_node("agent", lambda state: {"messages": [bound.invoke(state["messages"])]})
     graph.add_node("tools", ToolNode([deploy]))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=checkpointer)
+    return graph
+
+
+def make(checkpointer: Any) -> Any:
+    return loop().compile(checkpointer=checkpointer)

@@ -4,48 +4,18 @@ than the root namespace's ``messages``. chaos must judge them as it judges the p
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-from langchain_core.tools import InjectedToolCallId, tool
-from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, tools_condition
-
-from chaos.ledger import effect
-
-
-@tool
-def deploy(service: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
-    """Deploy a service to production."""
-    effect("deploy", service, call_id=tool_call_id)
-    return f"deployed {service}"
-
-
-def _model() -> Any:
-    model = ChatOpenAI(
-        base_url=os.environ["OPENAI_BASE_URL"], api_key="chaos", model="scripted/model", max_retries=0
-    )
-    return model.bind_tools([deploy])
-
-
-def _agent_loop() -> StateGraph[MessagesState]:
-    bound = _model()
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", lambda state: {"messages": [bound.invoke(state["messages"])]})
-    graph.add_node("tools", ToolNode([deploy]))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    return graph
+from my_graph import deploy, loop, model  # the plain graph's tool, model and loop (tests/agents)
 
 
 def subgraph(checkpointer: Any) -> Any:
     """The agent loop as a subgraph, one node of the parent: its calls checkpoint in its own namespace."""
     parent = StateGraph(MessagesState)
-    parent.add_node("worker", _agent_loop().compile())
+    parent.add_node("worker", loop().compile())
     parent.add_edge(START, "worker")
     return parent.compile(checkpointer=checkpointer)
 
@@ -58,7 +28,7 @@ class Work(TypedDict):
 def custom_channel(checkpointer: Any) -> Any:
     """The model's calls are kept in a channel of the graph's own (``pending``) until they have run; only
     then do the answer and its results join ``messages``."""
-    bound = _model()
+    bound = model()
 
     def think(state: Work) -> dict[str, Any]:
         answer = bound.invoke(state["messages"])
