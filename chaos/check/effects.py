@@ -42,9 +42,11 @@ def _pending_at_pause(ev: Evidence) -> set[str]:
     return {c.tool_started_id for c in op.tool_calls.values() if c.status == "pending"} if op else set()
 
 
-def intent_before_effect(ev: Evidence) -> list[Check]:
-    name = "no effect ran before its toolStarted was durable"
-    blind, after_rejection = [], []
+def without_intent(ev: Evidence) -> tuple[list[tuple[dict[str, Any], Phase | None]], list[str]]:
+    """The effects that started with no durable intent (each ledger line with the phase it ran in), and
+    those not judged because they started after the log was rejected."""
+    blind: list[tuple[dict[str, Any], Phase | None]] = []
+    after_rejection: list[str] = []
     paused = _pending_at_pause(ev) if ev.continued is not None else set()
     for index, entry in enumerate(ev.ledger):
         if entry["phase"] != "start" or entry.get("pending"):
@@ -59,7 +61,14 @@ def intent_before_effect(ev: Evidence) -> list[Check]:
             and paused & set(entry.get("resolved", []))
         ):
             continue  # its intent was durable; the other writer resolved it meanwhile (one-writer's to say)
-        blind.append(entry["effect"])
+        blind.append((entry, phase))
+    return blind, after_rejection
+
+
+def intent_before_effect(ev: Evidence) -> list[Check]:
+    name = "no effect ran before its toolStarted was durable"
+    found, after_rejection = without_intent(ev)
+    blind = [entry["effect"] for entry, _ in found]
     if not blind and after_rejection:
         return [Check.skip("intent-before-effect", name, "; ".join(after_rejection))]
     return [

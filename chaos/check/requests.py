@@ -10,6 +10,7 @@ was already rejected is not judged: nothing after a rejected line is durable.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from chaos.check.base import Check
 from chaos.contract.reading import facts
@@ -42,9 +43,22 @@ def _add_usage(totals: dict[str, tuple[int, ...]], owner: str, counters: dict[st
     totals[owner] = tuple(a + counters[k] for a, k in zip(mine, USAGE_KEYS, strict=True))
 
 
+def _judged(ev: Evidence) -> list[tuple[int, dict[str, Any]]]:
+    """The model requests (numbered from 1) that arrived before the log was rejected."""
+    return [(n, r) for n, r in enumerate(ev.requests, 1) if r.get("rejected") is None]
+
+
+def unattempted(ev: Evidence) -> list[int]:
+    """The requests (numbered from 1) with no durable stepAttempt of their own: none open when they
+    arrived, or one another request had already used."""
+    judged = _judged(ev)
+    per_attempt = Counter(r["attempt"] for _, r in judged if r.get("attempt"))
+    return [n for n, r in judged if r.get("attempt") is None or per_attempt[r["attempt"]] > 1]
+
+
 def requests_attempted(ev: Evidence) -> Check:
     name = "every model request had a durable stepAttempt of its own"
-    judged = [(n, r) for n, r in enumerate(ev.requests, 1) if r.get("rejected") is None]
+    judged = _judged(ev)
     if not judged and ev.requests:
         line = ev.requests[0]["rejected"]
         return Check.skip(

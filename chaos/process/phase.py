@@ -51,6 +51,7 @@ class Phase:
     exact: bool | None = None
     torn: bool = False  # the crash left a torn tail (the next write cut short)
     failed_calls: int = 0  # the log's system calls a disk fault failed (or cut short)
+    failed_at: float | None = None  # when the first of them was made (epoch seconds, as the ledger's times)
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited

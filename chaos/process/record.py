@@ -48,6 +48,7 @@ class PhaseResult:
     store_before: int | None = None
     store_after: int | None = None
     commits: int | None = None
+    failed_at: float | None = None  # when the first of its failed calls was made (epoch seconds)
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}
@@ -79,6 +80,7 @@ KEPT = (
     "mechanism",
     "torn",
     "failed_calls",
+    "failed_at",
     "continued",
     "waited",
     "streams",

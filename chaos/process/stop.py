@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -150,6 +151,7 @@ class Stopper:
         self.torn = False  # a write to the log was cut short before the kill
         self.failing: FailingCalls | None = None  # the log's system calls fail so once stopped (a disk fault)
         self.failed = 0  # system calls failed (or cut short) so far
+        self.failed_at: float | None = None  # when the first was made (what the agent did after it)
         self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
         self.late: int | None = None  # durable: facts committed past the boundary when the fault landed
         self.choice = ""  # at a pause: kill / continue / quit
@@ -310,6 +312,8 @@ class Stopper:
                 return False
             ptrace.shorten_write(pid, count // 2)
         self.failed += 1
+        if self.failed_at is None:
+            self.failed_at = time.time()
         return False
 
     # -- the phase loop: world-held boundaries and decisions ---------------------------------------

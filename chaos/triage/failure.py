@@ -45,13 +45,15 @@ from chaos.case.result import FailureRecord
 from chaos.case.verdict import Verdict
 from chaos.check import CATALOG
 from chaos.check.base import Check
+from chaos.check.effects import without_intent
 from chaos.check.recovery import carried_out, departure
+from chaos.check.requests import unattempted
 from chaos.contract.framing import committed_length, committed_lines
 from chaos.contract.kinds import kind_of
 from chaos.contract.reading import appended_lines, decision, raw_facts, reduced
 from chaos.cycle.evidence import Evidence
 from chaos.mine.signature import action_shape
-from chaos.process.phase import PhaseKind
+from chaos.process.phase import Phase, PhaseKind
 
 _PHASED = ("timeout", "processes", "sandbox")  # checks whose failing phase kind is part of the key
 WITHHELD = "an answer withheld"  # a timeout's where, when the case's fault withheld a model answer
@@ -306,10 +308,27 @@ def _acted_on_lost_facts(verdict: Verdict, check: Check) -> Failure | None:
             "request): a power cut there keeps what was done and loses the facts that record it"
         )
         return Failure(check.id, Divergence(None, said, [UNSYNCED], False))
-    if any(p.failed_calls for p in phases):
+    if any(p.failed_at is not None and p.failed_at < at for p, at in _acts(verdict.evidence, check)):
         said = "the agent went on after a write to the log failed: it acted on facts the log does not hold"
         return Failure(check.id, Divergence(None, said, [FAILED_WRITE], False))
     return None
+
+
+def _acts(ev: Evidence, check: Check) -> list[tuple[Phase, float]]:
+    """What the agent did that ``check`` (one of ``ACTED``) saw, as the process that did it and when. A
+    failed write explains only what came after it in the same process: an effect run before its intent
+    was written (and the write then failed), or run blind by a resume after a start that stopped at its
+    failed write, is a bug of its own."""
+    if check.id == "intent-before-effect":
+        return [(p, entry["time"]) for entry, p in without_intent(ev)[0] if p is not None]
+    sent = unattempted(ev) if check.id == "requests-attempted" else range(1, len(ev.requests) + 1)
+    # (a step's third attempt: any request of the run may be it)
+    return [
+        (p, ev.requests[n - 1]["received"])
+        for p in ev.phases
+        for n in sent
+        if p.requests[0] < n <= p.requests[1]
+    ]
 
 
 def size(verdict: Verdict) -> list[Any]:
