@@ -174,18 +174,50 @@ def test_the_pytest_plugin_runs_a_framework_scenario(tmp_path: Path) -> None:
 
 
 @langgraph
-def test_a_graph_that_cannot_be_imported_is_a_setup_error_named_with_its_fix(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("app", "said"),
+    [
+        ("not_on_the_path:graph", "No module named 'not_on_the_path'; the agent cannot import its code:"),
+        ("chaos.bundled.targets.frameworks.langgraph_app:grahp", "has no attribute 'grahp'"),
+        ("chaos.bundled.targets.frameworks.langgraph_app", "write it as module:attr"),
+    ],
+)
+def test_a_graph_that_cannot_be_loaded_is_a_setup_error_named_with_its_fix(
+    app: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A missing module is the agent's own words and the fix (exit 2), not advice about the store path."""
-    spec = tmp_path / "missing-module.toml"
+    """A missing module, a wrong name in it, an ``--app`` without one: the driver's own words and the fix
+    (exit 2), not advice about the store path."""
+    spec = tmp_path / "wrong-app.toml"
     text = (REPO / "targets" / "langgraph.toml").read_text()
-    spec.write_text(text.replace('"--db"', '"--app", "not_on_the_path:graph", "--db"'))
+    spec.write_text(text.replace('"--db"', f'"--app", "{app}", "--db"'))
     code = main(["target", "check", str(spec), "--results", str(tmp_path / "r")])
     out = capsys.readouterr().out
     assert code == 2, out
-    assert "No module named 'not_on_the_path'" in out and "set PYTHONPATH" in out, out
+    assert said in out, out
     assert "point [store] path" not in out, out
+
+
+@langgraph
+def test_a_graph_module_that_runs_on_import_is_a_setup_error_named_with_its_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module that runs its command line when imported writes the store before the driver runs: named as
+    that, with the guard to add (exit 2), not judged as an agent that changes its store when resumed."""
+    spec = tmp_path / "acts-on-import.toml"
+    text = (REPO / "tests" / "targets" / "langgraph-at-most-once.toml").read_text()
+    spec.write_text(
+        text.replace("my_graph:make", "acts_on_import:make").replace(
+            "{target_dir}/../agents", str(REPO / "tests" / "agents")
+        )
+    )
+    code = main(["target", "check", str(spec), "--results", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "importing acts_on_import changed the store state.db" in out, out
+    assert 'if __name__ == "__main__":' in out, out
+    code = main(["run", str(ONE), "--target", str(spec), "--results", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 2, out
 
 
 def _shape(tmp_path: Path, app: str, durability: str = "sync") -> Path:

@@ -12,7 +12,7 @@ from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
 from chaos.check import Check, check_all
 from chaos.cycle.configuration import tool_names
-from chaos.cycle.drive import Pause, drive_cycle
+from chaos.cycle.drive import Pause, drive_cycle, said_last
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped, UsageError
 from chaos.scenario.model import Scenario
@@ -51,9 +51,13 @@ def run_case(
     began = time.monotonic()
     evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
     if evidence.on_store:
-        evidence.clean = clean or (
-            evidence if scenario.crash is None else clean_run(scenario, target, extra_env, folder / "clean")
-        )
+        if clean is None:  # (a sweep's clean run was judged usable when it ran, here)
+            there = folder if scenario.crash is None else folder / "clean"
+            clean = evidence if scenario.crash is None else clean_run(scenario, target, extra_env, there)
+            unended = ended_undeclared(clean, there)
+            if unended is not None:
+                raise UsageError(f"{scenario.path or scenario.name}: {unended}")
+        evidence.clean = clean
         idle = exercised_nothing(scenario, evidence.clean)
         if idle is not None:
             raise UsageError(f"{scenario.path or scenario.name}: {idle}")
@@ -67,6 +71,22 @@ def run_case(
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json(), verdict.reproduce())
     return verdict
+
+
+def ended_undeclared(clean: Evidence, folder: Path) -> str | None:
+    """Why a framework agent's uninterrupted run cannot be what its crashed runs are judged against, or
+    None: it ended with an exit status the target's ``[exit]`` does not name (a driver that refused its
+    setup, exit 2; an agent that could not start). Every crashed run of it would differ from it for a
+    reason that is no recovery's."""
+    start = clean.start
+    if start.killed or start.timed_out or start.outcome is not None:
+        return None
+    said = said_last(folder / f"{start.name}.stderr", 3)
+    return (
+        f"a crash is judged against the uninterrupted run, and its {start.name} exited {start.returncode}, "
+        f"which [exit] of {clean.target.name} does not name (mend the setup, as chaos target check says, or "
+        "name that status in [exit])" + (f"; it said: {said}" if said else "")
+    )
 
 
 def exercised_nothing(scenario: Scenario, clean: Evidence) -> str | None:

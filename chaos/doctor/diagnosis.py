@@ -227,13 +227,17 @@ def _no_run(verdict: Verdict, path: str, kind: str) -> str:
     said = said_last(verdict.folder / "start.stderr", 3)
     if start.returncode in (None, 0) or not said:
         return f"the start left no run in the store at {path} (store kind {kind}); point [store] path at the file the agent writes"
-    died = f"the start exited {start.returncode} before it wrote a run; it said: {said}"
-    if any(sign in said for sign in _IMPORT_FAILED):
-        return (
-            f"{died}; the agent cannot import its code: it runs in the workspace with the target's [env], "
-            "so set PYTHONPATH there (or cwd) to the folder that holds the module --app names"
-        )
-    return died
+    return _with_import_fix(f"the start exited {start.returncode} before it wrote a run; it said: {said}")
+
+
+def _with_import_fix(said: str) -> str:
+    """``said``, and where it is an agent that cannot import its code, what to change."""
+    if not any(sign in said for sign in _IMPORT_FAILED):
+        return said
+    return (
+        f"{said}; the agent cannot import its code: it runs in the workspace with the target's [env], "
+        "so set PYTHONPATH there (or cwd) to the folder that holds the module --app names"
+    )
 
 
 HELLO = Scenario(prompt="Say hello.", turns=[Turn(text="Hello.")], name="store-hello")
@@ -249,7 +253,14 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
     exits = Concern("exit codes mean what [exit] says", True)
     answer = Concern("the run, and its resume after a crash, end with the answer in the store", False)
     again = Concern("resuming a finished run adds nothing", False)
-    clean = run_case(HELLO, target, folder=folder / "hello", timeout=timeout)
+    concerns = [runs, exits, answer, again]
+    try:
+        clean = run_case(HELLO, target, folder=folder / "hello", timeout=timeout)
+    except UsageError as err:  # its uninterrupted run ended as [exit] does not say: nothing to judge by
+        runs.problems.append(_with_import_fix(str(err)))
+        for concern in concerns:
+            concern.judged = not concern.ok
+        return Diagnosis(target, concerns, folder)
     crashed = run_case(
         HELLO.with_crash(Crash(Boundary("model-request"))),
         target,
@@ -259,7 +270,7 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
     )
     for verdict in (clean, crashed):
         _judge_store(verdict, runs, exits, answer, again)
-    return Diagnosis(target, [runs, exits, answer, again], folder)
+    return Diagnosis(target, concerns, folder)
 
 
 def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concern, again: Concern) -> None:

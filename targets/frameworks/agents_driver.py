@@ -30,7 +30,7 @@ def _finished(items: list[Any]) -> bool:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    agent = load(args.app)
+    agent = load(args.app, args.db)
     session = SQLiteSession(args.session, args.db)
     saved = Path(f"{args.db}.run-state.json")
     if args.resume and saved.exists():

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     )
     options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
     args = options.parse_args(argv)
-    app = load(args.app)
+    app = load(args.app, args.db)
     connection = sqlite3.connect(args.db, check_same_thread=False)
     graph = compiled(app, SqliteSaver(connection))
     config = {"configurable": {"thread_id": args.thread}}

@@ -6,20 +6,51 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
+# What a module that runs its own command line when imported is told (``load``)
+GUARD = 'it acts on import: put its command line under `if __name__ == "__main__":`'
 
-def load(spec: str) -> Any:
+
+def _refuse(said: str) -> SystemExit:
+    """A setup mistake: said on stderr, exit 2 (a usage error, as argparse's; no outcome a target names)."""
+    print(said, file=sys.stderr)
+    return SystemExit(2)
+
+
+def _stamp(store: str) -> list[tuple[int, int] | None]:
+    """The store's files as they stand (size and change time; None: absent), a write-ahead log too."""
+    stamps: list[tuple[int, int] | None] = []
+    for path in (Path(store), Path(f"{store}-wal")):
+        try:
+            found = path.stat()
+        except FileNotFoundError:
+            stamps.append(None)
+        else:
+            stamps.append((found.st_size, found.st_mtime_ns))
+    return stamps
+
+
+def load(spec: str, store: str) -> Any:
     """The object ``spec`` (``package.module:attr``) names; the working directory is importable, so a
-    user's ``myagent.py`` beside the target file's workspace is found."""
+    user's ``myagent.py`` beside the target file's workspace is found. Importing it must do nothing but
+    define: a module that runs its command line on import (it exits, or writes the ``store`` the driver
+    is about to run on) would make a setup mistake look like an agent that changes its store."""
     module, _, attr = spec.partition(":")
     if not module or not attr:
-        raise SystemExit(f"--app {spec!r}: write it as module:attr, e.g. myproject.graph:builder")
+        raise _refuse(f"--app {spec!r}: write it as module:attr, e.g. myproject.graph:builder")
     sys.path.insert(0, ".")
+    before = _stamp(store)
     try:
-        return getattr(importlib.import_module(module), attr)
+        found = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
-        raise SystemExit(f"--app {spec!r}: {err}") from None
+        raise _refuse(f"--app {spec!r}: {err}") from None
+    except SystemExit as exit:
+        raise _refuse(f"--app {spec!r}: importing {module} exited ({exit.code}); {GUARD}") from None
+    if _stamp(store) != before:
+        raise _refuse(f"--app {spec!r}: importing {module} changed the store {store}; {GUARD}")
+    return found
 
 
 def parser(prog: str, app: str, db: str, session: str) -> argparse.ArgumentParser:
