@@ -26,7 +26,8 @@ class JsonlStore(Store):
         calls = tuple(Call(i["id"], i["name"], i["arguments"]) for i in items if i["type"] == "call")
         outputs = tuple(Output(i["callId"], i["text"]) for i in items if i["type"] == "output")
         final = items[-1]["text"] if items and items[-1]["type"] == "final" else None
-        return View(calls, outputs, final, len(items), started=bool(items))
+        inputs = tuple(i["text"] for i in items if i["type"] == "input")
+        return View(calls, outputs, final, len(items), started=bool(items), inputs=inputs)
 
 
 register(JsonlStore())

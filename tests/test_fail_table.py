@@ -136,6 +136,7 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "effects-as-declared": lambda t: _store_run("rerun", crash="effect-done[effect=deploy]"),
     "store-consistent": lambda t: _store_run("duplicate-output"),
     "same-outcome": lambda t: _store_run("no-final"),
+    "inputs-once": lambda t: _store_run("prompt-again", crash="effect-done[effect=deploy]"),
     "resume-adds-nothing": lambda t: _store_run("again-asks"),
 }
 

@@ -220,6 +220,21 @@ def test_a_graph_module_that_runs_on_import_is_a_setup_error_named_with_its_fix(
     assert code == 2, out
 
 
+@langgraph
+def test_a_resume_that_sends_the_prompt_again_is_caught_as_one_cause(tmp_path: Path) -> None:
+    """A resume command that starts the run over (the prompt again, not ``--resume``) completes, yet its
+    store holds the user's input twice: ``inputs-once`` says so, and what the restart dropped is its
+    symptom (measured on ``deploy-one-service``, ``--fault kill``: 17 of 17 cases, one group)."""
+    prompt = api.load(ONE).prompt
+    text = (REPO / "targets" / "langgraph.toml").read_text()
+    spec = tmp_path / "prompt-again.toml"
+    spec.write_text(text.replace('"{session_id}", "--resume"]', f'"{{session_id}}", "{prompt}"]'))
+    scenario = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
+    verdict = api.run(scenario, spec, results=tmp_path / "case")
+    assert [c.id for c in verdict.failed] == ["inputs-once"], [c.text() for c in verdict.failed]
+    assert "'Deploy web to production.' 3 times, not 1" in verdict.failed[0].got  # resumed, then again
+
+
 def _shape(tmp_path: Path, app: str, durability: str = "sync") -> Path:
     """A target file for a graph of ``tests/agents/shapes.py``, at least once as LangGraph promises."""
     text = (REPO / "tests" / "targets" / "langgraph-at-most-once.toml").read_text()

@@ -23,6 +23,7 @@ from chaos.check import (
     durable_call,
     effects,
     finished,
+    inputs,
     log,
     oracles,
     paired,
@@ -50,6 +51,7 @@ CONCERNS = (
     paired,
     requests,
     same_outcome,
+    inputs,
     finished,
     request_context,
     oracles,
@@ -75,6 +77,15 @@ SYMPTOMS = {
     # an effect that ran before its intent was durable leaves a prefix without that intent: a scenario's
     # hand-written plan for the crash during the effect cannot match it (one bug, one failure)
     "intent-before-effect": {"prefix-plan"},
+    # a resume that started the run over: the call it dropped (and the request the provider refused for
+    # it), the finished run it changed again, are that
+    "inputs-once": {
+        "effects-as-declared",
+        "store-consistent",
+        "requests-valid",
+        "same-outcome",
+        "resume-adds-nothing",
+    },
     "one-writer": {
         "append-only",
         "final-reduces",

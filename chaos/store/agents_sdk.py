@@ -14,19 +14,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
-from chaos.store.base import Call, Output, Store, View, register
+from chaos.store.base import Call, Output, Store, View, register, text_of
 from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 
 RUN_STATE = ".run-state.json"
-
-
-def _text(item: dict[str, Any]) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
 
 
 def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
@@ -65,6 +57,7 @@ class AgentsSessionStore(Store):
             return View(unreadable=unreadable(err))
         calls: list[Call] = []
         outputs: list[Output] = []
+        inputs: list[str] = []
         final = None
         for raw in data:
             try:
@@ -81,8 +74,18 @@ class AgentsSessionStore(Store):
                 outputs.append(Output(str(item.get("call_id")), str(item.get("output"))))
                 final = None
             elif item.get("role") == "assistant":
-                final = _text(item)
-        return View(tuple(calls), tuple(outputs), final, count, waiting=_waiting(files), started=bool(data))
+                final = text_of(item.get("content"))
+            elif item.get("role") == "user":
+                inputs.append(text_of(item.get("content")))
+        return View(
+            tuple(calls),
+            tuple(outputs),
+            final,
+            count,
+            waiting=_waiting(files),
+            started=bool(data),
+            inputs=tuple(inputs),
+        )
 
 
 AGENTS_SDK = register(AgentsSessionStore())

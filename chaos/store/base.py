@@ -10,6 +10,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 
+def text_of(content: Any) -> str:
+    """A message's text as frameworks keep it: a string, or a list of parts whose text is joined (a
+    multimodal message; the other parts have none)."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
 @dataclass(frozen=True)
 class Call:
     """A tool call the store holds: the framework will run it (or has)."""
@@ -40,6 +48,7 @@ class View:
     waiting: tuple[str, ...] = field(default=())  # calls a saved run state holds for approval
     started: bool = False  # the run's input is durable: there is a run to resume
     held: frozenset[str] = frozenset()  # call ids the store keeps outside a call (a graph's own work item)
+    inputs: tuple[str, ...] = ()  # the user inputs it holds, in order, each as its text
 
     @property
     def call_ids(self) -> frozenset[str]:
@@ -73,6 +82,7 @@ class View:
             "unreadable": self.unreadable,
             "waiting": [rename(w) for w in self.waiting],
             "started": self.started,
+            "inputs": list(self.inputs),
         }
         if self.held:  # (older fixtures have none)
             out["held"] = [rename(h) for h in sorted(self.held)]
@@ -84,6 +94,7 @@ class View:
         out = [f"call {c.name} ({c.id}) {c.arguments}".rstrip() for c in self.calls]
         out += [f"call id {h}, held apart from its call" for h in sorted(self.held - set(names))]
         out += [f"output of {names.get(o.call_id, '?')} ({o.call_id}): {o.text}" for o in self.outputs]
+        out = [f"input: {text}" for text in self.inputs] + out
         out += [f"final answer: {self.final}"] if self.final is not None else []
         out += [f"unreadable: {self.unreadable}"] if self.unreadable else []
         return out or ["(nothing durable)"]

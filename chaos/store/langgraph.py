@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.store.base import Call, Output, Store, View, register
+from chaos.store.base import Call, Output, Store, View, register, text_of
 from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 
 # The tool call ids chaos's model server invents (``chaos.world.protocols``): a string of this shape in a
@@ -92,10 +92,13 @@ class LangGraphStore(Store):
             return View(unreadable=unreadable(err))
         calls: dict[str, Call] = {}
         outputs: list[Output] = []
+        inputs: list[str] = []
         final = None
         for n, message in enumerate(found.messages.values()):
             kind = getattr(message, "type", "")
-            if kind == "ai":
+            if kind == "human":
+                inputs.append(text_of(message.content))
+            elif kind == "ai":
                 for c in message.tool_calls:
                     calls.setdefault(str(c["id"]), Call(str(c["id"]), str(c["name"]), repr(c.get("args"))))
                 if n < found.root or not found.root:  # a subgraph's answer is not the run's
@@ -104,7 +107,13 @@ class LangGraphStore(Store):
                 outputs.append(Output(str(message.tool_call_id), str(message.content)))
         held = frozenset(found.held - set(calls))
         return View(
-            tuple(calls.values()), tuple(outputs), final, count, started=bool(found.messages), held=held
+            tuple(calls.values()),
+            tuple(outputs),
+            final,
+            count,
+            started=bool(found.messages),
+            held=held,
+            inputs=tuple(inputs),
         )
 
 

@@ -13,7 +13,7 @@ from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
 from chaos.contract.reading import session_id
-from chaos.store.base import Call, Output, Store, View, register
+from chaos.store.base import Call, Output, Store, View, register, text_of
 
 
 def _arguments(entry: dict[str, Any]) -> dict[str, str]:
@@ -37,6 +37,7 @@ class SessionLog(Store):
         calls: list[Call] = []
         outputs: list[Output] = []
         final, items, arguments, started = None, 0, {}, False
+        inputs: list[str] = []
         for name in sorted(files):
             data = files[name]
             reducer = Reducer.of(data)
@@ -44,7 +45,9 @@ class SessionLog(Store):
             items += accepted
             for fact in committed_facts(data, accepted):
                 kind, body = kind_of(fact)
-                started = started or kind == "entry:user"
+                if kind == "entry:user":
+                    started = True
+                    inputs.append(text_of(body["message"].get("content")))
                 if kind == "entry:toolUse":
                     arguments.update(_arguments(body))
                 elif kind == "toolStarted":
@@ -57,8 +60,16 @@ class SessionLog(Store):
                     final = str(body["message"].get("content") or "")
             if reducer.error is not None:
                 unreadable = f"{name}: {reducer.error}"
-                return View(tuple(calls), tuple(outputs), final, items, unreadable, started=started)
-        return View(tuple(calls), tuple(outputs), final, items, started=started)
+                return View(
+                    tuple(calls),
+                    tuple(outputs),
+                    final,
+                    items,
+                    unreadable,
+                    started=started,
+                    inputs=tuple(inputs),
+                )
+        return View(tuple(calls), tuple(outputs), final, items, started=started, inputs=tuple(inputs))
 
 
 SESSION_LOG = register(SessionLog())

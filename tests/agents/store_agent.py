@@ -138,6 +138,8 @@ def resume() -> int:
         return 0  # the input never became durable: there is no run
     if items[-1]["type"] == "final" and BUG != "again-asks":
         return 0
+    if BUG == "prompt-again":  # a retry that starts the run over: the prompt is held twice
+        _write({"type": "input", "text": items[0]["text"]})
     answered = {i["callId"] for i in items if i["type"] == "output"}
     for call in [i for i in items if i["type"] == "call" and i["id"] not in answered]:
         if BUG == "rerun":
