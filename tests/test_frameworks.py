@@ -247,11 +247,12 @@ def _shape(tmp_path: Path, app: str, durability: str = "sync") -> Path:
 
 
 @langgraph
-@pytest.mark.parametrize("app", ["subgraph", "custom_channel"])
+@pytest.mark.parametrize("app", ["subgraph", "custom_channel", "fan_out"])
 def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path) -> None:
     """A subgraph checkpoints its calls in its own namespace; a graph may keep its work item in a channel
-    of its own. Both are correct designs in sync mode: crashed where the call became durable, and where
-    the deploy is running, they pass (reading only the root's messages failed both, 20 of 22 cases)."""
+    of its own, or send each call to a worker task (``Send``). All are correct designs in sync mode:
+    crashed where the call became durable, and where the deploy is running, they pass (reading only the
+    root's messages failed the first two, 20 of 22 cases)."""
     spec = _shape(tmp_path, app)
     for crash in (None, Crash(Boundary("effect-running", {"effect": "deploy"}))):
         scenario = api.load(ONE) if crash is None else api.load(ONE).with_crash(crash)
@@ -261,9 +262,11 @@ def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path)
 
 
 @langgraph
-def test_a_subgraph_in_async_mode_is_still_caught(tmp_path: Path) -> None:
-    """Seeing the subgraph's namespace does not hide the async-durability bug inside it."""
-    verdict = api.run(api.load(SLOW), _shape(tmp_path, "subgraph", "async"), results=tmp_path / "r")
+@pytest.mark.parametrize("app", ["subgraph", "fan_out"])
+def test_a_shape_in_async_mode_is_still_caught(app: str, tmp_path: Path) -> None:
+    """Seeing the subgraph's namespace, or a ``Send`` packet's call, does not hide the async-durability
+    bug of the same graph."""
+    verdict = api.run(api.load(SLOW), _shape(tmp_path, app, "async"), results=tmp_path / "r")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
 

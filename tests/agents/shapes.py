@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import Send
 from my_graph import deploy, loop, model  # the plain graph's tool, model and loop (tests/agents)
 
 
@@ -54,4 +55,33 @@ def custom_channel(checkpointer: Any) -> Any:
     graph.add_edge(START, "think")
     graph.add_conditional_edges("think", lambda state: "act" if state["pending"] else "__end__")
     graph.add_edge("act", "think")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def fan_out(checkpointer: Any) -> Any:
+    """Each call of an answer sent to a worker node of its own (``Send``): the calls run as parallel tasks,
+    each with the call as its argument, and their results join ``messages``."""
+    bound = model()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    def dispatch(state: MessagesState) -> list[Send] | str:
+        calls = getattr(state["messages"][-1], "tool_calls", None)
+        return [Send("worker", {"call": c}) for c in calls] if calls else "__end__"
+
+    def worker(packet: dict[str, Any]) -> dict[str, Any]:
+        call = packet["call"]
+        return {
+            "messages": [
+                ToolMessage(deploy.func(call["args"]["service"], call["id"]), tool_call_id=call["id"])
+            ]  # type: ignore[misc]
+        }
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("worker", worker)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", dispatch, ["worker", "__end__"])
+    graph.add_edge("worker", "agent")
     return graph.compile(checkpointer=checkpointer)
