@@ -247,10 +247,11 @@ def _shape(tmp_path: Path, app: str, durability: str = "sync") -> Path:
 
 
 @langgraph
-@pytest.mark.parametrize("app", ["subgraph", "custom_channel", "fan_out"])
+@pytest.mark.parametrize("app", ["subgraph", "custom_channel", "fan_out", "approval"])
 def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path) -> None:
     """A subgraph checkpoints its calls in its own namespace; a graph may keep its work item in a channel
-    of its own, or send each call to a worker task (``Send``). All are correct designs in sync mode:
+    of its own, or send each call to a worker task (``Send``), or park for approval (``interrupt()``,
+    approved with ``Command(resume=True)``, at once or by the resume). All are correct designs in sync mode:
     crashed where the call became durable, and where the deploy is running, they pass (reading only the
     root's messages failed the first two, 20 of 22 cases)."""
     spec = _shape(tmp_path, app)

@@ -10,8 +10,9 @@ before the next step starts, ``async`` (LangGraph's default) writes it while the
 next step runs. ``--saver async`` runs the graph as an asyncio application does:
 on ``AsyncSqliteSaver`` (aiosqlite: the same file format, written from a thread of
 its own) with ``ainvoke``. A resume invokes the graph with no input, as LangGraph
-resumes a thread; a thread with nothing left to run adds nothing. Exit 0:
-completed.
+resumes a thread; a thread with nothing left to run adds nothing. A graph that
+asks for approval (``interrupt()``) is approved at once (``Command(resume=True)``),
+and a resume finds a parked approval and gives it. Exit 0: completed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.types import Command
 
 from .loading import load, parser
 
@@ -31,10 +33,18 @@ def compiled(app: Any, saver: SqliteSaver | AsyncSqliteSaver) -> Any:
     return app.compile(checkpointer=saver) if hasattr(app, "compile") else app(saver)
 
 
+APPROVE: Command[Any] = Command(
+    resume=True
+)  # the answer to an ``interrupt()``: approved, as a person at once would
+
+
 def _input(args: Any, snapshot: Any) -> Any:
-    """What to invoke the graph with: the prompt to start, None to resume (``...``: nothing to resume)."""
+    """What to invoke the graph with: the prompt to start; to resume, the approval a parked
+    ``interrupt()`` waits for, or None as LangGraph resumes a thread (``...``: nothing to resume)."""
     if not args.resume:
         return {"messages": [("user", args.prompt)]}
+    if snapshot.interrupts:
+        return APPROVE
     if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
         return ...
     return None
@@ -48,6 +58,8 @@ async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
             print("nothing to resume")
             return 0
         result = await graph.ainvoke(given, config, durability=args.durability)
+        while result.get("__interrupt__"):
+            result = await graph.ainvoke(APPROVE, config, durability=args.durability)
     print(result["messages"][-1].content)
     return 0
 
@@ -69,6 +81,8 @@ def main(argv: list[str]) -> int:
         print("nothing to resume")
         return 0
     result = graph.invoke(given, config, durability=args.durability)
+    while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
+        result = graph.invoke(APPROVE, config, durability=args.durability)
     print(result["messages"][-1].content)
     return 0
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Send
+from langgraph.prebuilt import tools_condition
+from langgraph.types import Send, interrupt
 from my_graph import deploy, loop, model  # the plain graph's tool, model and loop (tests/agents)
 
 
@@ -84,4 +85,32 @@ def fan_out(checkpointer: Any) -> Any:
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", dispatch, ["worker", "__end__"])
     graph.add_edge("worker", "agent")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def approval(checkpointer: Any) -> Any:
+    """The tool node asks a person first (``interrupt()``): the run parks with the calls to approve, and
+    goes on when resumed with ``Command(resume=True)``; the node then runs again from its start."""
+    bound = model()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    def tools(state: MessagesState) -> dict[str, Any]:
+        calls = state["messages"][-1].tool_calls  # type: ignore[union-attr]
+        if not interrupt({"approve": [c["id"] for c in calls]}):
+            return {"messages": [ToolMessage("not approved", tool_call_id=c["id"]) for c in calls]}
+        return {
+            "messages": [
+                ToolMessage(deploy.func(c["args"]["service"], c["id"]), tool_call_id=c["id"])  # type: ignore[misc]
+                for c in calls
+            ]
+        }
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
     return graph.compile(checkpointer=checkpointer)
