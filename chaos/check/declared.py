@@ -1,7 +1,8 @@
 """Effects as the target declared them (``[store] semantics``), counted by the effect ledger.
 
 ``at-most-once``: each effect (a name and what it acted on) starts once at most,
-whatever crashed. ``at-least-once``: it may run again, but every run carries one
+whatever crashed; a repeat under a new call id (the store lost the call, and the
+model asked anew) is another cause than the same call run again. ``at-least-once``: it may run again, but every run carries one
 tool call id (an idempotency key can make the runs one), and an effect the
 uninterrupted run completed is completed here too."""
 
@@ -30,11 +31,18 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
             f"{phase_of(evidence, line).name} (call {e.get('callId', '?')})" for line, e in runs
         )
         name = runs[0][1]["effect"]
-        if declared == "at-most-once" and len(runs) > 1:
-            problems.append(
-                Problem(f"effect {name} ran more than once (at most once declared)", f"{key} ran in {where}")
-            )
         ids = {e.get("callId") for _, e in runs}
+        if declared == "at-most-once" and len(runs) > 1:
+            anew = (
+                ", again under a new call id (the call was lost, the model asked anew)"
+                if len(ids) > 1
+                else ""
+            )
+            problems.append(
+                Problem(
+                    f"effect {name} ran more than once (at most once declared){anew}", f"{key} ran in {where}"
+                )
+            )
         if declared == "at-least-once" and len(ids) > 1:
             problems.append(
                 Problem(
