@@ -222,6 +222,21 @@ def test_a_graph_module_that_runs_on_import_is_a_setup_error_named_with_its_fix(
 
 
 @langgraph
+def test_checkpoints_chaos_cannot_decode_get_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A saver with a serializer of the app's own: LangGraph's default reader cannot decode it, so neither
+    can chaos. Exit 2 naming that, in target check and in a run, never a verdict on what was not seen."""
+    spec = _shape(tmp_path, "own_serde")
+    code = main(["target", "check", str(spec), "--results", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "cannot decode the checkpoints" in out and "serializer of its own" in out, out
+    assert main(["run", str(ONE), "--target", str(spec), "--results", str(tmp_path / "run")]) == 2
+    assert "Unknown serialization type: reversed-pickle" in capsys.readouterr().err
+
+
+@langgraph
 def test_a_resume_that_sends_the_prompt_again_is_caught_as_one_cause(tmp_path: Path) -> None:
     """A resume command that starts the run over (the prompt again, not ``--resume``) completes, yet its
     store holds the user's input twice: ``inputs-once`` says so, and what the restart dropped is its

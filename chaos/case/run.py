@@ -51,6 +51,11 @@ def run_case(
     began = time.monotonic()
     evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
     if evidence.on_store:
+        blind = next(
+            (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None
+        )
+        if blind is not None:  # what chaos cannot read gets no verdict
+            raise UsageError(f"{scenario.path or scenario.name}: {target.name}'s store: {blind}")
         if clean is None:  # (a sweep's clean run was judged usable when it ran, here)
             there = folder if scenario.crash is None else folder / "clean"
             clean = evidence if scenario.crash is None else clean_run(scenario, target, extra_env, there)

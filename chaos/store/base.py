@@ -45,6 +45,7 @@ class View:
     final: str | None = None  # the run's final answer, once the store holds it
     items: int = 0
     unreadable: str | None = None  # why the copy could not be read (a finding of its own)
+    blind: str | None = None  # why chaos cannot read what the framework could (no verdict: exit 2)
     waiting: tuple[str, ...] = field(default=())  # calls a saved run state holds for approval
     started: bool = False  # the run's input is durable: there is a run to resume
     held: frozenset[str] = frozenset()  # call ids the store keeps outside a call (a graph's own work item)

@@ -25,6 +25,11 @@ from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 # graph's own channel names a call the graph will run when resumed
 CALL_ID = re.compile(r"(call|toolu|fc)_\d+_\d+(_r\d+)?")
 _MESSAGE_TYPES = ("ai", "tool", "human", "system")
+SERDE = (
+    "the graph's checkpointer has a serializer of its own (serde=...); chaos reads checkpoints with "
+    "LangGraph's default one, so compile the graph with the checkpointer the driver gives (--app as a "
+    "function of it)"
+)
 
 
 @dataclass
@@ -88,6 +93,10 @@ class LangGraphStore(Store):
                     return View()
                 count = rows(connection)
                 found = _found(connection)
+        except NotImplementedError as err:  # a serializer of the app's own: LangGraph's reader cannot say
+            return View(
+                blind=f"LangGraph's default serializer cannot decode the checkpoints ({err}): {SERDE}"
+            )
         except (sqlite3.Error, ValueError, KeyError, TypeError) as err:
             return View(unreadable=unreadable(err))
         calls: dict[str, Call] = {}

@@ -4,9 +4,11 @@ than the root namespace's ``messages``. chaos must judge them as it judges the p
 
 from __future__ import annotations
 
+import pickle
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import tools_condition
@@ -114,3 +116,19 @@ def approval(checkpointer: Any) -> Any:
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
     return graph.compile(checkpointer=checkpointer)
+
+
+class _Reversed:
+    """A serializer of the app's own: pickled, bytes reversed (as an encrypting one is opaque to others)."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return "reversed-pickle", pickle.dumps(obj)[::-1]
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return pickle.loads(data[1][::-1])
+
+
+def own_serde(checkpointer: Any) -> Any:
+    """The plain loop on a saver with a serializer of its own, over the driver's connection: what chaos
+    cannot read, and must say so rather than judge."""
+    return loop().compile(checkpointer=SqliteSaver(checkpointer.conn, serde=_Reversed()))
