@@ -1,0 +1,121 @@
+"""DBOS Transact's system database on SQLite as a store: a durable workflow's recorded steps.
+
+DBOS records each step's output (``operation_outputs``) when the step returns,
+in the same transaction that makes it durable, and on recovery re-runs the
+workflow function, returning recorded outputs instead of running those steps
+again; a step that ran but whose output was not recorded runs again. So a call
+is durable once a recorded step output holds it, and its output once a
+recorded step output answers it. Steps are read as chat messages in OpenAI's
+format, the shape an agent's steps return: a model step's assistant message
+(``{"role": "assistant", "tool_calls": [{"id", "function": {...}}]}``) holds
+calls, a tool step's tool message (``{"role": "tool", "tool_call_id", "content"}``)
+answers one. The run's input is the workflow's arguments, its answer the
+workflow's output once it succeeded. Values are decoded as DBOS wrote them:
+portable JSON, or pickle restricted to plain values (a pickled class of the
+app's own is not decoded: chaos says it cannot see it). Needs the database in
+WAL mode (the bundled driver sets it). ``pip install 'chaos[dbos]'``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import sqlite3
+from typing import Any
+
+from chaos.store.base import Call, Output, Store, View, register, text_of
+from chaos.store.sqlite import main_file, opened_copy, tables, unreadable
+
+# The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules)
+RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
+
+
+class _Plain(pickle.Unpickler):
+    """Pickle's plain values only: containers, strings, numbers. A class would run the app's code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise _Opaque(f"a pickled {module}.{name}")
+
+
+class _Opaque(Exception):
+    """A value chaos will not decode (it names the class)."""
+
+
+def _decoded(value: str | None, serialization: str | None) -> Any:
+    if value is None:
+        return None
+    if serialization == "portable_json":
+        return json.loads(value)
+    if serialization in (None, "", "py_pickle"):
+        return _Plain(io.BytesIO(base64.b64decode(value))).load()
+    raise _Opaque(f"values serialized as {serialization!r}")
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    """The chat messages a step's output is, or holds (a list of them, or one)."""
+    items = value if isinstance(value, list) else [value]
+    return [m for m in items if isinstance(m, dict) and m.get("role") in ("assistant", "tool")]
+
+
+class DbosStore(Store):
+    name = "dbos"
+    commit = "sqlite-wal"
+    description = "DBOS Transact's system database on SQLite: recorded step outputs of durable workflows"
+
+    def read(self, files: dict[str, bytes]) -> View:
+        main = main_file(files)
+        try:
+            with opened_copy(files, main or "") as connection:
+                if connection is None or "operation_outputs" not in tables(connection):
+                    return View()
+                return _view(connection)
+        except _Opaque as err:
+            return View(blind=f"DBOS wrote {err}, which chaos does not decode: {PLAIN}")
+        except (sqlite3.Error, ValueError, KeyError, TypeError, pickle.UnpicklingError) as err:
+            return View(unreadable=unreadable(err))
+
+
+PLAIN = (
+    "let the workflow's steps return plain values (chat messages as dicts, strings), or configure DBOS "
+    "with its portable JSON serializer"
+)
+
+
+def _view(connection: sqlite3.Connection) -> View:
+    items = sum(int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in RUN_TABLES)
+    runs = connection.execute("SELECT workflow_uuid, status, serialization FROM workflow_status").fetchall()
+    calls: dict[str, Call] = {}
+    outputs: list[Output] = []
+    inputs: list[str] = []
+    final = None
+    steps = connection.execute(
+        "SELECT output, serialization FROM operation_outputs ORDER BY workflow_uuid, function_id"
+    ).fetchall()
+    for output, serialization in steps:
+        for message in _messages(_decoded(output, serialization)):
+            if message["role"] == "assistant":
+                for c in message.get("tool_calls") or []:
+                    function = c.get("function") or {}
+                    call = Call(str(c["id"]), str(function.get("name")), str(function.get("arguments", "")))
+                    calls.setdefault(call.id, call)
+            else:
+                outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
+    for workflow, status, serialization in runs:
+        given = connection.execute(
+            "SELECT inputs FROM workflow_input WHERE workflow_uuid = ?", (workflow,)
+        ).fetchone()
+        arguments = _decoded(given[0], serialization) if given else None
+        if isinstance(arguments, dict):
+            positional = arguments.get("args", arguments.get("positionalArgs", []))
+            inputs += [str(a) for a in positional or () if isinstance(a, str)]
+        if status == "SUCCESS":
+            answer = connection.execute(
+                "SELECT output FROM workflow_output WHERE workflow_uuid = ?", (workflow,)
+            ).fetchone()
+            final = str(_decoded(answer[0], serialization)) if answer else None
+    return View(tuple(calls.values()), tuple(outputs), final, items, started=bool(runs), inputs=tuple(inputs))
+
+
+DBOS_STORE = register(DbosStore())

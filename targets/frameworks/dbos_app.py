@@ -1,0 +1,92 @@
+"""The bundled DBOS agent: a durable workflow whose steps are the model's answers and the tool's runs,
+each a chat message in OpenAI's format (what ``chaos.store.dbos`` reads). The only chaos-specific line
+is the tool's call of ``chaos.ledger.effect``, which records the real effect and its call id.
+
+``unrecorded_model`` is the classic mistake: the model is called in the workflow's own code, not in a
+step, so a recovery asks it again and gets calls with new ids."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from dbos import DBOS
+from openai import OpenAI
+
+from chaos.ledger import effect
+
+SYSTEM = "Deploy what you are asked to."
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "deploy",
+            "description": "Deploy a service to production.",
+            "parameters": {"type": "object", "properties": {"service": {"type": "string"}}},
+        },
+    }
+]
+
+
+def _answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The model's answer as an assistant message (plain values: what DBOS records)."""
+    client = OpenAI(
+        base_url=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
+        max_retries=0,
+    )
+    model = os.environ.get("CHAOS_MODEL", "scripted/model")
+    message = client.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message  # type: ignore[arg-type]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.function.name, "arguments": c.function.arguments},
+        }
+        for c in message.tool_calls or []
+        if c.type == "function"
+    ]
+    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+
+
+@DBOS.step()
+def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The model step: its answer (and the calls in it) is recorded before any of them runs."""
+    return _answer(messages)
+
+
+@DBOS.step()
+def run_tool(call: dict[str, Any]) -> dict[str, Any]:
+    """One call, as a step of its own: its output recorded when it returns."""
+    function = call["function"]
+    if function["name"] != "deploy":
+        text = f"Error: {function['name']} is not a valid tool"
+    else:
+        service = json.loads(function["arguments"] or "{}").get("service", "")
+        effect("deploy", service, call_id=call["id"])
+        text = f"deployed {service}"
+    return {"role": "tool", "tool_call_id": call["id"], "content": text}
+
+
+def _loop(prompt: str, answer: Any) -> str:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": prompt},
+    ]
+    while True:
+        message = answer(messages)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        messages += [run_tool(call) for call in message["tool_calls"]]
+
+
+@DBOS.workflow()
+def agent(prompt: str) -> str:
+    return _loop(prompt, ask)
+
+
+@DBOS.workflow()
+def unrecorded_model(prompt: str) -> str:
+    return _loop(prompt, _answer)
