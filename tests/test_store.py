@@ -4,7 +4,9 @@ small agent on a store of its own, ``tests/agents/store_agent.py``)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -70,9 +72,57 @@ def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
     assert view.final == "Done." and view.items == 4 and view.started
 
 
+def _dbos_db(path: Path, steps: list[tuple[str, str]], serialization: str = "py_pickle") -> dict[str, bytes]:
+    """A DBOS system database's run tables as DBOS 3 writes them (``steps``: each output, serialized)."""
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "CREATE TABLE workflow_status (workflow_uuid TEXT, status TEXT, serialization TEXT)"
+        )
+        connection.execute("CREATE TABLE workflow_input (workflow_uuid TEXT, inputs TEXT)")
+        connection.execute("CREATE TABLE workflow_output (workflow_uuid TEXT, output TEXT)")
+        connection.execute(
+            "CREATE TABLE operation_outputs (workflow_uuid TEXT, function_id INTEGER, output TEXT, "
+            "serialization TEXT)"
+        )
+        connection.execute("INSERT INTO workflow_status VALUES ('w', 'SUCCESS', ?)", (serialization,))
+        given = base64.b64encode(pickle.dumps({"args": ("Deploy web.",), "kwargs": {}})).decode()
+        connection.execute("INSERT INTO workflow_input VALUES ('w', ?)", (given,))
+        connection.execute(
+            "INSERT INTO workflow_output VALUES ('w', ?)", (base64.b64encode(pickle.dumps("Done.")).decode(),)
+        )
+        connection.executemany(
+            "INSERT INTO operation_outputs VALUES ('w', ?, ?, ?)",
+            [(n, output, kind) for n, (output, kind) in enumerate(steps, 1)],
+        )
+    return {path.name: path.read_bytes()}
+
+
+class _AppsOwn:
+    """A class of an app's own, as a step might return it pickled."""
+
+
+def test_the_dbos_adapter_reads_recorded_steps_as_chat_messages_and_runs_no_app_code(tmp_path: Path) -> None:
+    asked = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "function": {"name": "deploy", "arguments": "{}"}}],
+    }
+    answered = {"role": "tool", "tool_call_id": "c1", "content": "deployed web"}
+    steps = [
+        (base64.b64encode(pickle.dumps(asked)).decode(), "py_pickle"),
+        (json.dumps(answered), "portable_json"),
+    ]
+    view = store_named("dbos").read(_dbos_db(tmp_path / "a.sqlite", steps))
+    assert view.calls == (Call("c1", "deploy", "{}"),) and view.outputs == (Output("c1", "deployed web"),)
+    assert view.final == "Done." and view.inputs == ("Deploy web.",) and view.started and view.items == 5
+    opaque = [(base64.b64encode(pickle.dumps(_AppsOwn())).decode(), "py_pickle")]
+    view = store_named("dbos").read(_dbos_db(tmp_path / "b.sqlite", opaque))
+    assert view.blind is not None and "test_store._AppsOwn" in view.blind and not view.unreadable
+
+
 def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
     store_named("session-log")
-    assert {"session-log", "langgraph", "openai-agents", "test-jsonl"} <= set(STORES)
+    assert {"session-log", "langgraph", "openai-agents", "dbos", "test-jsonl"} <= set(STORES)
 
 
 def test_the_cycle_imports_no_adapter() -> None:
