@@ -326,7 +326,9 @@ def test_a_dbos_workflow_recovers_its_recorded_steps_and_an_unrecorded_model_cal
     workflow that calls the model outside a step is asked again on recovery, and its deploy starts while
     no recorded step holds the call (measured: 29 kill cases of the two bundled scenarios clean, 27/27
     exact; the unrecorded model on deploy-one-service, 9 of 11 failing, one group)."""
-    assert main(["target", "check", "dbos", "--results", str(tmp_path / "check")]) == 0, capsys.readouterr().out
+    assert main(["target", "check", "dbos", "--results", str(tmp_path / "check")]) == 0, (
+        capsys.readouterr().out
+    )
     running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, "dbos", results=tmp_path / "correct")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]

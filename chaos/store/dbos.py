@@ -25,8 +25,8 @@ import pickle
 import sqlite3
 from typing import Any
 
-from chaos.store.base import Call, Output, Store, View, register, text_of
-from chaos.store.sqlite import main_file, opened_copy, tables, unreadable
+from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.sqlite import Blind, SqliteStore
 
 # The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules)
 RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
@@ -36,11 +36,11 @@ class _Plain(pickle.Unpickler):
     """Pickle's plain values only: containers, strings, numbers. A class would run the app's code."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise _Opaque(f"a pickled {module}.{name}")
+        raise _opaque(f"a pickled {module}.{name}")
 
 
-class _Opaque(Exception):
-    """A value chaos will not decode (it names the class)."""
+def _opaque(what: str) -> Blind:
+    return Blind(f"DBOS wrote {what}, which chaos does not decode: {PLAIN}")
 
 
 def _decoded(value: str | None, serialization: str | None) -> Any:
@@ -48,9 +48,12 @@ def _decoded(value: str | None, serialization: str | None) -> Any:
         return None
     if serialization == "portable_json":
         return json.loads(value)
-    if serialization in (None, "", "py_pickle"):
+    if serialization not in (None, "", "py_pickle"):
+        raise _opaque(f"values serialized as {serialization!r}")
+    try:
         return _Plain(io.BytesIO(base64.b64decode(value))).load()
-    raise _Opaque(f"values serialized as {serialization!r}")
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"a step's output is no pickle: {err}") from None
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:
@@ -59,22 +62,13 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict) and m.get("role") in ("assistant", "tool")]
 
 
-class DbosStore(Store):
+class DbosStore(SqliteStore):
     name = "dbos"
-    commit = "sqlite-wal"
+    marker = "operation_outputs"
     description = "DBOS Transact's system database on SQLite: recorded step outputs of durable workflows"
 
-    def read(self, files: dict[str, bytes]) -> View:
-        main = main_file(files)
-        try:
-            with opened_copy(files, main or "") as connection:
-                if connection is None or "operation_outputs" not in tables(connection):
-                    return View()
-                return _view(connection)
-        except _Opaque as err:
-            return View(blind=f"DBOS wrote {err}, which chaos does not decode: {PLAIN}")
-        except (sqlite3.Error, ValueError, KeyError, TypeError, pickle.UnpicklingError) as err:
-            return View(unreadable=unreadable(err))
+    def from_database(self, connection: sqlite3.Connection) -> View:
+        return _view(connection)
 
 
 PLAIN = (

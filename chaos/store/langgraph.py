@@ -18,8 +18,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.store.base import Call, Output, Store, View, register, text_of
-from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
+from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.sqlite import Blind, SqliteStore, rows
 
 # The tool call ids chaos's model server invents (``chaos.world.protocols``): a string of this shape in a
 # graph's own channel names a call the graph will run when resumed
@@ -80,25 +80,19 @@ def _found(connection: sqlite3.Connection) -> _Found:
     return found
 
 
-class LangGraphStore(Store):
+class LangGraphStore(SqliteStore):
     name = "langgraph"
-    commit = "sqlite-wal"
+    marker = "checkpoints"
     description = "LangGraph's SqliteSaver: checkpoints and pending writes (langgraph-checkpoint-sqlite)"
 
-    def read(self, files: dict[str, bytes]) -> View:
-        main = main_file(files)
+    def from_database(self, connection: sqlite3.Connection) -> View:
+        count = rows(connection)
         try:
-            with opened_copy(files, main or "") as connection:
-                if connection is None or "checkpoints" not in tables(connection):
-                    return View()
-                count = rows(connection)
-                found = _found(connection)
+            found = _found(connection)
         except NotImplementedError as err:  # a serializer of the app's own: LangGraph's reader cannot say
-            return View(
-                blind=f"LangGraph's default serializer cannot decode the checkpoints ({err}): {SERDE}"
-            )
-        except (sqlite3.Error, ValueError, KeyError, TypeError) as err:
-            return View(unreadable=unreadable(err))
+            raise Blind(
+                f"LangGraph's default serializer cannot decode the checkpoints ({err}): {SERDE}"
+            ) from None
         calls: dict[str, Call] = {}
         outputs: list[Output] = []
         inputs: list[str] = []

@@ -15,8 +15,12 @@ import contextlib
 import os
 import sqlite3
 import tempfile
+from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
+
+from chaos.store.base import Store, View
 
 FRAME_HEADER = 24
 
@@ -65,3 +69,30 @@ def main_file(files: dict[str, bytes]) -> str | None:
 
 def unreadable(err: Exception) -> str:
     return f"{type(err).__name__}: {err}".replace(os.linesep, " ")
+
+
+class Blind(Exception):
+    """What the framework could read and chaos cannot (it says what, and what to change): no verdict."""
+
+
+class SqliteStore(Store):
+    """A store in one SQLite database in WAL mode: each read opens a private copy (``opened_copy``)."""
+
+    commit = "sqlite-wal"
+    marker: ClassVar[str]  # a table only this store's database has: none yet, nothing durable yet
+
+    def read(self, files: dict[str, bytes]) -> View:
+        main = main_file(files)
+        try:
+            with opened_copy(files, main or "") as connection:
+                if connection is None or self.marker not in tables(connection):
+                    return View()
+                return self.from_database(connection)
+        except Blind as err:
+            return View(blind=str(err))
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as err:
+            return View(unreadable=unreadable(err))
+
+    @abstractmethod
+    def from_database(self, connection: sqlite3.Connection) -> View:
+        """What the opened copy makes durable; raises ``Blind`` where chaos cannot decode it."""
