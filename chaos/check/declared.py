@@ -50,7 +50,10 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                     f"{key} ran in {where}",
                 )
             )
-    if declared == "at-least-once" and evidence.began:
+    finished = (
+        not evidence.ended.timed_out and not evidence.failed_by_provider
+    )  # (else same-outcome's to say)
+    if declared == "at-least-once" and evidence.began and finished:
         done = {effect_key(e) for e in evidence.effects("done")}
         for entry in clean.effects("done"):
             if effect_key(entry) not in done:

@@ -30,7 +30,10 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     ran = [e for e in evidence.ledger[again.ledger_before :] if e["phase"] == "start"]
     if ran:
         problems.append(Problem("resuming a finished run ran an effect", ", ".join(e["effect"] for e in ran)))
-    if again.outcome != "completed":
+    if evidence.failed_by_provider:  # (a run a provider's fault failed, resumed again, fails the same)
+        if again.outcome != "failed":
+            problems.append(Problem("resuming a failed run did not end failed", f"exit {again.returncode}"))
+    elif again.outcome != "completed":
         problems.append(Problem("resuming a finished run did not complete", f"exit {again.returncode}"))
     return problems
 

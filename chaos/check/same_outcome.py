@@ -9,16 +9,14 @@ from chaos.cycle.evidence import Evidence
 
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
-    ran = evidence.recoveries or evidence.phases[:1]
-    last = ran[-1]
+    last = evidence.ended
     if last.killed:
         return []  # (a recovery crashed on purpose: the checks judge the resume after it)
     if last.timed_out:
         return [
             Problem("a resume never ended (killed at the timeout)", f"{last.name} ran {last.seconds:.1f} s")
         ]
-    crash = evidence.scenario.crash
-    if last.outcome == "failed" and crash is not None and not crash.kind.crashes:
+    if evidence.failed_by_provider:
         return []  # a provider's fault the agent went on through may fail the run (the contract's answer too)
     if last.outcome != "completed":
         return [

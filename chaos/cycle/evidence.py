@@ -91,6 +91,18 @@ class Evidence:
         return self._of(PhaseKind.RESUME)
 
     @property
+    def ended(self) -> Phase:
+        """The process the run ended in: its last recovery, else its first process."""
+        return (self.recoveries or self.phases[:1])[-1]
+
+    @property
+    def failed_by_provider(self) -> bool:
+        """The run ended failed under a fault of the provider's that it went on through (no crash): the
+        contract's answer too, so what the uninterrupted run went on to do is not owed."""
+        crash = self.scenario.crash
+        return self.ended.outcome == "failed" and crash is not None and not crash.kind.crashes
+
+    @property
     def again(self) -> Phase | None:
         return next(iter(self._of(PhaseKind.AGAIN)), None)
 
