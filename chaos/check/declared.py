@@ -50,9 +50,8 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                     f"{key} ran in {where}",
                 )
             )
-    finished = (
-        not evidence.ended.timed_out and not evidence.failed_by_provider
-    )  # (else same-outcome's to say)
+    # a run that never ended, or that a provider's fault failed, owes nothing more (same-outcome's to say)
+    finished = not evidence.ended.timed_out and not evidence.failed_by_provider
     if declared == "at-least-once" and evidence.began and finished:
         done = {effect_key(e) for e in evidence.effects("done")}
         for entry in clean.effects("done"):

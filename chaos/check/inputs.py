@@ -10,20 +10,13 @@ from collections import Counter
 
 from chaos.check.base import NotJudged, Problem, against_clean
 from chaos.cycle.evidence import Evidence
-from chaos.process.phase import PhaseKind
 from chaos.store.base import View
 
 
-def _ended(clean: Evidence) -> View:
-    """The store as the uninterrupted run left it, before its finished run was resumed."""
-    return next(
-        (p.view_after for p in reversed(clean.phases) if p.kind is not PhaseKind.AGAIN and p.view_after),
-        View(),
-    )
-
-
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
-    owed = Counter(_ended(clean).inputs)
+    owed = Counter(
+        (clean.ended.view_after or View()).inputs
+    )  # (as the run ended, before it was resumed again)
     if not owed:
         raise NotJudged("the store's adapter reads no input from the uninterrupted run's store")
     held = Counter(evidence.view.inputs)

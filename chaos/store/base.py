@@ -92,10 +92,10 @@ class View:
     def lines(self) -> list[str]:
         """What the store holds, one line an item a person reads (the report's crash prefix)."""
         names = {c.id: c.name for c in self.calls}
-        out = [f"call {c.name} ({c.id}) {c.arguments}".rstrip() for c in self.calls]
+        out = [f"input: {text}" for text in self.inputs]
+        out += [f"call {c.name} ({c.id}) {c.arguments}".rstrip() for c in self.calls]
         out += [f"call id {h}, held apart from its call" for h in sorted(self.held - set(names))]
         out += [f"output of {names.get(o.call_id, '?')} ({o.call_id}): {o.text}" for o in self.outputs]
-        out = [f"input: {text}" for text in self.inputs] + out
         out += [f"final answer: {self.final}"] if self.final is not None else []
         out += [f"unreadable: {self.unreadable}"] if self.unreadable else []
         return out or ["(nothing durable)"]

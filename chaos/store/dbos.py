@@ -40,7 +40,10 @@ class _Plain(pickle.Unpickler):
 
 
 def _opaque(what: str) -> Blind:
-    return Blind(f"DBOS wrote {what}, which chaos does not decode: {PLAIN}")
+    return Blind(
+        f"DBOS wrote {what}, which chaos does not decode: let the workflow's steps return plain values (chat "
+        "messages as dicts, strings), or configure DBOS with its portable JSON serializer"
+    )
 
 
 def _decoded(value: str | None, serialization: str | None) -> Any:
@@ -68,48 +71,39 @@ class DbosStore(SqliteStore):
     description = "DBOS Transact's system database on SQLite: recorded step outputs of durable workflows"
 
     def from_database(self, connection: sqlite3.Connection) -> View:
-        return _view(connection)
-
-
-PLAIN = (
-    "let the workflow's steps return plain values (chat messages as dicts, strings), or configure DBOS "
-    "with its portable JSON serializer"
-)
-
-
-def _view(connection: sqlite3.Connection) -> View:
-    items = sum(int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in RUN_TABLES)
-    runs = connection.execute("SELECT workflow_uuid, status, serialization FROM workflow_status").fetchall()
-    calls: dict[str, Call] = {}
-    outputs: list[Output] = []
-    inputs: list[str] = []
-    final = None
-    steps = connection.execute(
-        "SELECT output, serialization FROM operation_outputs ORDER BY workflow_uuid, function_id"
-    ).fetchall()
-    for output, serialization in steps:
-        for message in _messages(_decoded(output, serialization)):
-            if message["role"] == "assistant":
-                for c in message.get("tool_calls") or []:
-                    function = c.get("function") or {}
-                    call = Call(str(c["id"]), str(function.get("name")), str(function.get("arguments", "")))
-                    calls.setdefault(call.id, call)
-            else:
-                outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
-    for workflow, status, serialization in runs:
-        given = connection.execute(
-            "SELECT inputs FROM workflow_input WHERE workflow_uuid = ?", (workflow,)
-        ).fetchone()
-        arguments = _decoded(given[0], serialization) if given else None
-        if isinstance(arguments, dict):
-            positional = arguments.get("args", arguments.get("positionalArgs", []))
-            inputs += [str(a) for a in positional or () if isinstance(a, str)]
-        if status == "SUCCESS":
-            answer = connection.execute(
-                "SELECT output FROM workflow_output WHERE workflow_uuid = ?", (workflow,)
-            ).fetchone()
-            final = str(_decoded(answer[0], serialization)) if answer else None
-    return View(tuple(calls.values()), tuple(outputs), final, items, started=bool(runs), inputs=tuple(inputs))
+        items = sum(int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in RUN_TABLES)
+        runs = connection.execute(
+            "SELECT s.status, s.serialization, i.inputs, o.output FROM workflow_status AS s "
+            "LEFT JOIN workflow_input AS i USING (workflow_uuid) LEFT JOIN workflow_output AS o USING (workflow_uuid)"
+        ).fetchall()
+        calls: dict[str, Call] = {}
+        outputs: list[Output] = []
+        inputs: list[str] = []
+        final = None
+        steps = connection.execute(
+            "SELECT output, serialization FROM operation_outputs ORDER BY workflow_uuid, function_id"
+        ).fetchall()
+        for output, serialization in steps:
+            for message in _messages(_decoded(output, serialization)):
+                if message["role"] == "assistant":
+                    for c in message.get("tool_calls") or []:
+                        function = c.get("function") or {}
+                        call = Call(
+                            str(c["id"]), str(function.get("name")), str(function.get("arguments", ""))
+                        )
+                        calls.setdefault(call.id, call)
+                else:
+                    outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
+        for status, serialization, given, answer in runs:
+            arguments = _decoded(given, serialization)
+            if isinstance(arguments, dict):
+                positional = arguments.get("args", arguments.get("positionalArgs", []))
+                inputs += [str(a) for a in positional or () if isinstance(a, str)]
+            if status == "SUCCESS":
+                final = None if answer is None else str(_decoded(answer, serialization))
+        return View(
+            tuple(calls.values()), tuple(outputs), final, items, started=bool(runs), inputs=tuple(inputs)
+        )
 
 
 DBOS_STORE = register(DbosStore())

@@ -33,9 +33,8 @@ def compiled(app: Any, saver: SqliteSaver | AsyncSqliteSaver) -> Any:
     return app.compile(checkpointer=saver) if hasattr(app, "compile") else app(saver)
 
 
-APPROVE: Command[Any] = Command(
-    resume=True
-)  # the answer to an ``interrupt()``: approved, as a person at once would
+# The answer to an ``interrupt()``: approved, as a person at once would
+APPROVE: Command[Any] = Command(resume=True)
 
 
 def _input(args: Any, snapshot: Any) -> Any:
