@@ -15,6 +15,7 @@ from chaos.cycle.configuration import tool_names
 from chaos.cycle.drive import Pause, drive_cycle, said_last
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped, UsageError
+from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
 from chaos.world.protocols import PROTOCOLS
@@ -32,6 +33,7 @@ def run_case(
     pause: Pause | None = None,
     judges: tuple[Judge, ...] = (),
     clean: Evidence | None = None,
+    warm: WarmStarts | None = None,
 ) -> Verdict:
     """Run one crash cycle and record it; the verdict says whether every check held.
 
@@ -49,7 +51,7 @@ def run_case(
     record = Record(folder)
     record.clear()  # a reused folder: no earlier run's phase files stay beside this one's
     began = time.monotonic()
-    evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause)
+    evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm)
     if evidence.on_store:
         blind = next(
             (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None
@@ -58,7 +60,9 @@ def run_case(
             raise UsageError(f"{scenario.path or scenario.name}: {target.name}'s store: {blind}")
         if clean is None:  # (a sweep's clean run was judged usable when it ran, here)
             there = folder if scenario.crash is None else folder / "clean"
-            clean = evidence if scenario.crash is None else clean_run(scenario, target, extra_env, there)
+            clean = (
+                evidence if scenario.crash is None else clean_run(scenario, target, extra_env, there, warm)
+            )
             unended = ended_undeclared(clean, there)
             if unended is not None:
                 raise UsageError(f"{scenario.path or scenario.name}: {unended}")
@@ -123,7 +127,13 @@ def _offered(clean: Evidence) -> list[dict[str, Any]]:
     ]
 
 
-def clean_run(scenario: Scenario, target: Target, extra_env: dict[str, str] | None, folder: Path) -> Evidence:
+def clean_run(
+    scenario: Scenario,
+    target: Target,
+    extra_env: dict[str, str] | None,
+    folder: Path,
+    warm: WarmStarts | None = None,
+) -> Evidence:
     """The scenario run without a crash: what a framework agent's resumed run must end like."""
     folder.mkdir(parents=True, exist_ok=True)
-    return drive_cycle(scenario.with_crash(None), target, dict(extra_env or {}), folder)
+    return drive_cycle(scenario.with_crash(None), target, dict(extra_env or {}), folder, warm=warm)

@@ -25,6 +25,7 @@ from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, execute_phase, phase_steps
+from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.store import Store
@@ -212,12 +213,15 @@ def drive_cycle(
     out: Path,
     keep: Keep | None = None,
     pause: Pause | None = None,
+    warm: WarmStarts | None = None,
 ) -> Evidence:
     """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``. A target
-    with a ``[store]`` is driven at the commits of its store, and read through its adapter."""
+    with a ``[store]`` is driven at the commits of its store, and read through its adapter. With ``warm``,
+    its phases start as forks of a warm interpreter where they can (``chaos.process.warm``)."""
     timings: dict[str, float] = {}
     with timed(timings, "world"):
         world = build_world(scenario, target, extra_env)
+        world.starts = warm
     phases: list[Phase] = []
     try:
         current: dict[str, Any] | None = None

@@ -106,6 +106,11 @@ class Cage:
             finally:
                 os.close(fd)
 
+    @property
+    def procs(self) -> str:
+        """The file a process writes 0 to, to enter the cage ("" where there is no cage)."""
+        return self._procs
+
     def pids(self) -> list[int]:
         """Every process in the cage now (processes, not their threads)."""
         if self.path is None:

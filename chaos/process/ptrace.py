@@ -29,11 +29,13 @@ import sys
 import time
 from collections.abc import Callable
 from functools import cache
+from typing import Protocol
 
 PTRACE_TRACEME, PTRACE_CONT, PTRACE_SYSCALL = 0, 7, 24
-PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG = 0x4200, 0x4201
+PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG, PTRACE_SEIZE, PTRACE_LISTEN = 0x4200, 0x4201, 0x4206, 0x4208
 OPTIONS = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x80 | 0x100000  # SYSGOOD FORK VFORK CLONE EXEC SECCOMP EXITKILL
-EVENT_FORK, EVENT_VFORK, EVENT_CLONE, EVENT_SECCOMP = 1, 2, 3, 7
+EVENT_FORK, EVENT_VFORK, EVENT_CLONE, EVENT_SECCOMP, EVENT_STOP = 1, 2, 3, 7, 128
+STOPS = (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 WALL, WNOTHREAD = 0x40000000, 0x20000000
 # Seccomp return data, telling which kind of call trapped; AFTER marks a syscall-exit stop we asked for.
 # SYNC: fsync/fdatasync of one file; RANGE: sync_file_range; ALL: sync/syncfs. Each is judged when it
@@ -159,14 +161,35 @@ def exact_kills_available() -> bool:
     return unavailable() is None
 
 
+def seize(pid: int) -> None:
+    """Attach to a process that is not a child (a warm start, ``chaos.process.warm``), with the options a
+    cold start's tracer sets; it goes on running. From the thread that will run ``trace``."""
+    assert _SECCOMP is not None
+    if _SECCOMP.request(PTRACE_SEIZE, pid, OPTIONS) != 0:
+        raise OSError(ctypes.get_errno(), f"PTRACE_SEIZE of {pid}: {os.strerror(ctypes.get_errno())}")
+
+
+def filter_code() -> bytes:
+    """The seccomp program a traced target runs under (a warm start installs it itself)."""
+    assert _SECCOMP is not None
+    return _SECCOMP.code.raw
+
+
+class Tracee(Protocol):
+    pid: int
+    returncode: int | None
+
+
 def trace(
-    proc: subprocess.Popen[bytes],
+    proc: Tracee,
     on_trap: Callable[[int, int], bool],
     on_new: Callable[[int], None],
     on_exit: Callable[[int, bool], None],
     hold: Callable[[int], float] | None = None,
+    seized: bool = False,
 ) -> None:
-    """Run the wait loop of a tracee started with ``SECCOMP.child``, until every traced process is gone.
+    """Run the wait loop of a tracee started with ``SECCOMP.child`` (or ``seized``: attached with ``seize``,
+    already running), until every traced process is gone.
 
     ``on_trap(pid, tag)`` runs with the trapping process stopped before it can
     write another byte; returning True asks for one more stop (tag AFTER) when
@@ -179,13 +202,14 @@ def trace(
     assert _SECCOMP is not None
     tracer = _SECCOMP
     root = proc.pid
-    _, status = os.waitpid(root, WALL)
-    if not os.WIFSTOPPED(status):
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        on_exit(proc.returncode, True)
-        return
-    tracer.request(PTRACE_SETOPTIONS, root, OPTIONS)
-    tracer.request(PTRACE_CONT, root)
+    if not seized:
+        _, status = os.waitpid(root, WALL)
+        if not os.WIFSTOPPED(status):
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            on_exit(proc.returncode, True)
+            return
+        tracer.request(PTRACE_SETOPTIONS, root, OPTIONS)
+        tracer.request(PTRACE_CONT, root)
     live = {root}
     fresh: set[int] = set()  # announced by a fork event, initial SIGSTOP not yet seen
     exits: dict[int, int] = {}  # pid -> tag of the trapped call whose return we wait for
@@ -237,6 +261,9 @@ def trace(
         elif sig == signal.SIGTRAP | 0x80:
             on_trap(pid, exits.pop(pid, AFTER))
         elif sig == signal.SIGSTOP and pid in fresh:
+            fresh.discard(pid)
+        elif event == EVENT_STOP:  # a seized tree's new process, or a group-stop (it stays stopped)
+            resume = PTRACE_LISTEN if sig in STOPS and pid not in fresh else PTRACE_CONT
             fresh.discard(pid)
         elif not (sig == signal.SIGTRAP and event):  # exec and other events carry no signal
             deliver = sig

@@ -49,6 +49,7 @@ class PhaseResult:
     store_after: int | None = None
     commits: int | None = None
     failed_at: float | None = None  # when the first of its failed calls was made (epoch seconds)
+    warm: bool = False  # started as a fork of a warm interpreter (chaos.process.warm), not by exec
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}
@@ -81,6 +82,7 @@ KEPT = (
     "torn",
     "failed_calls",
     "failed_at",
+    "warm",
     "continued",
     "waited",
     "streams",

@@ -31,6 +31,7 @@ from chaos.process.phase import ABORT, Phase
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
+from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Configuration, Crash
 from chaos.world.sandbox import sandbox_disk_full
 from chaos.world.world import World
@@ -248,7 +249,12 @@ def phase_steps(
     started = time.monotonic()
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
-    proc = TracedProcess(phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing)
+    starts: WarmStarts | None = world.starts
+    launch = starts.launch(phase.argv, env) if starts is not None else None
+    phase.warm = launch is not None
+    proc = TracedProcess(
+        phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing, warm=launch
+    )
     deadline, exited, handed_on = started + timeout, False, False
     waiting = (
         Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)

@@ -35,6 +35,7 @@ from chaos.errors import TargetUnusable
 from chaos.process import ptrace
 from chaos.process.contain import Cage
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
+from chaos.process.warm import Child, Launch
 
 GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
 SWITCH_INTERVAL = 0.0005  # seconds a busy Python thread may hold the GIL while an agent waits at a trap
@@ -84,6 +85,7 @@ class TracedProcess:
         policy: Policy,
         traps: bool = True,
         traced: bool = True,
+        warm: Launch | None = None,
     ) -> None:
         if shutil.which(argv[0], path=env.get("PATH")) is None:
             raise TargetUnusable(f"cannot start the target: {argv[0]!r} is not an executable on its PATH")
@@ -97,7 +99,7 @@ class TracedProcess:
         self.report = KillReport()
         self.killed = False
         self._exited, self._gone = threading.Event(), threading.Event()
-        self._policy = policy
+        self._policy, self._warm = policy, warm
         self.cage = Cage()  # every process of the tree, traced or not (chaos.process.contain)
         policy.attach(self)
         started = threading.Event()
@@ -119,18 +121,23 @@ class TracedProcess:
     def _serve(
         self, cwd: Path, env: dict[str, str], stdout: Path, stderr: Path, started: threading.Event
     ) -> None:
+        proc: subprocess.Popen[bytes] | Child
         try:
-            with stdout.open("wb") as out, stderr.open("wb") as err:
-                proc = subprocess.Popen(
-                    self.argv,
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                    preexec_fn=_in(self.cage, ptrace.child_setup(self.exact, self.traps)),
-                )
+            if self._warm is not None:
+                trace = ("syscalls" if self.traps else "events") if self.exact else ""
+                proc = self._warm.spawn(cwd, env, stdout, stderr, self.cage.procs, trace)
+            else:
+                with stdout.open("wb") as out, stderr.open("wb") as err:
+                    proc = subprocess.Popen(
+                        self.argv,
+                        cwd=cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=err,
+                        start_new_session=True,
+                        preexec_fn=_in(self.cage, ptrace.child_setup(self.exact, self.traps)),
+                    )
         except Exception as err:  # a failed start must never leave the caller waiting
             self.cage.remove()
             self.fault = err
@@ -143,14 +150,13 @@ class TracedProcess:
         started.set()
         try:
             if self.exact:
-                ptrace.trace(
-                    proc, self._policy.at_trap, self.pids.add, self._exit, getattr(self._policy, "hold", None)
-                )
+                hold = getattr(self._policy, "hold", None)
+                ptrace.trace(proc, self._policy.at_trap, self.pids.add, self._exit, hold, seized=self.warm)
             elif self.traps:
                 while proc.poll() is None:
                     self._policy.at_trap(proc.pid, 0)
                     time.sleep(0.002)
-                self._exit(proc.returncode)
+                self._exit(proc.wait())
             else:
                 self._exit(proc.wait())
         except BaseException as err:  # the tracer broke: chaos's fault, reported as such
@@ -160,6 +166,8 @@ class TracedProcess:
             with contextlib.suppress(ChildProcessError):
                 proc.wait()
         finally:
+            if isinstance(proc, Child):
+                proc.finish()
             self._exited.set()
             self._gone.set()
 
@@ -168,6 +176,11 @@ class TracedProcess:
         if alone:
             self._gone.set()  # the tracer saw the root exit last: nothing of the tree is left
         self._exited.set()
+
+    @property
+    def warm(self) -> bool:
+        """Started warm (a fork of a warm interpreter, ``chaos.process.warm``), not by exec."""
+        return self._warm is not None
 
     @property
     def running(self) -> bool:

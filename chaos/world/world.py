@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
@@ -40,6 +41,9 @@ class World:
     # a framework agent's store (its target's ``[store]``): what it makes durable is read through this
     # adapter, at the commits of its files; None for a session-log agent, read through the contract
     store: Store | None = None
+    # how its phases' processes start: a ``chaos.process.warm.WarmStarts`` (forks of a warm interpreter,
+    # where a sweep chose them), or None (each a new process)
+    starts: Any = None
 
     @property
     def log_glob(self) -> str:

@@ -1,0 +1,175 @@
+"""A warm interpreter for a Python target: what it imports is paid once, and every phase is a fork.
+
+chaos runs this file's text as ``PYTHON [OPTIONS] -c SOURCE FD`` with the
+target's own interpreter and interpreter options (it uses the standard library
+only: that Python need not have chaos installed). ``FD`` is its end of a
+socket pair; each message on it carries one more socket, a conversation:
+
+- ``{"op": "import", "modules": [...]}``: import these here, once, and answer
+  how many imported and how many threads the interpreter has (a fork is safe
+  only with one);
+- ``{"op": "run", ...}``: fork a watcher, which forks the target's process and
+  answers ``pid N``, then ``exit CODE`` when it is gone. The process makes
+  itself what a cold start of the command line would be (its own session, the
+  phase's cgroup, stdin from /dev/null, its stdout and stderr files, no other
+  descriptor, the working directory, the environment, default signals), waits
+  for ``go`` (chaos's tracer attaches meanwhile), installs the seccomp filter
+  it is sent, and runs the module, script or code as ``__main__``. A learning
+  run keeps the conversation open and, at its exit, answers ``modules ...``:
+  what it imported from outside its own code, for the next ``import``.
+
+The server stops when chaos's end of the socket pair closes (chaos is gone).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import io
+import json
+import os
+import runpy
+import signal
+import socket
+import struct
+import sys
+import sysconfig
+import types
+from typing import Any
+
+LIBRARY = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _serve(control: socket.socket) -> tuple[socket.socket, dict[str, Any]]:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the watchers: the kernel reaps them
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 16, 1)
+        except OSError:
+            os._exit(0)
+        if not fds:
+            os._exit(0)  # chaos closed its end: it is gone
+        os.set_inheritable(fds[0], False)
+        talk = socket.socket(fileno=fds[0])
+        request = json.loads(talk.makefile("rb").readline())
+        if request["op"] == "import":
+            talk.sendall(_preload(request["modules"]))
+            talk.close()
+            continue
+        threads = len(os.listdir("/proc/self/task"))
+        if threads > 1:
+            talk.sendall(f"refused {threads} threads\n".encode())
+            talk.close()
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            pid = os.fork()
+            if pid == 0:
+                return talk, request
+            talk.sendall(f"pid {pid}\n".encode())
+            _, status = os.waitpid(pid, 0)
+            talk.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+            os._exit(0)
+        talk.close()
+
+
+def _preload(modules: list[str]) -> bytes:
+    imported = 0
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            imported += 1
+        except BaseException:  # a module that will not import here is simply not warm
+            continue
+    return json.dumps({"imported": imported, "threads": len(os.listdir("/proc/self/task"))}).encode() + b"\n"
+
+
+def _library(name: str, module: types.ModuleType, own: set[str]) -> bool:
+    """A module the server may import ahead: the standard library's or an installed package's, not the
+    target's own code (which a cold start would import fresh, with the phase's environment)."""
+    if name == "__main__" or name.partition(".")[0] in own:
+        return False
+    origin = getattr(getattr(module, "__spec__", None), "origin", None) or ""
+    return origin in ("built-in", "frozen") or origin.startswith(LIBRARY)
+
+
+def _become(talk: socket.socket, request: dict[str, Any]) -> None:
+    """In the fork: be the process a cold start of the command line would make, then run it."""
+    os.setsid()
+    if request["cage"]:
+        fd = os.open(request["cage"], os.O_WRONLY)
+        os.write(fd, b"0")
+        os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for fd, std in ((null, 0), (out, 1), (err, 2)):
+        os.dup2(fd, std)
+    os.closerange(3, talk.fileno())
+    os.closerange(talk.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # what a Python started afresh installs
+    reader = talk.makefile("rb")
+    if reader.readline() != b"go\n":
+        os._exit(126)
+    reader.close()
+    if request["filter"] is not None and not _filtered(bytes.fromhex(request["filter"])):
+        os._exit(126)
+    if request["learn"]:
+        before = set(sys.modules)
+        own = {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
+
+        def report() -> None:
+            found = [n for n, m in list(sys.modules.items()) if n not in before and _library(n, m, own)]
+            talk.sendall(("modules " + " ".join(found) + "\n").encode())
+
+        atexit.register(report)
+    else:
+        talk.close()
+    if request["unbuffered"]:  # -u: text straight to the descriptors, as a cold start under -u writes
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace"
+        )
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main
+    kind, what, args = request["kind"], request["what"], request["args"]
+    if kind == "module":
+        sys.path[0] = os.getcwd()
+        sys.argv = ["-m", *args]
+        runpy._run_module_as_main(what)  # type: ignore[attr-defined] # what python -m runs
+    elif kind == "code":
+        sys.argv = ["-c", *args]
+        exec(compile(what, "<string>", "exec"), main.__dict__)
+    else:
+        sys.path[0] = os.path.dirname(os.path.realpath(what))
+        sys.argv = [what, *args]
+        main.__file__ = what
+        with open(what, "rb") as source:
+            code = compile(source.read(), what, "exec")
+        exec(code, main.__dict__)
+
+
+def _filtered(code: bytes) -> bool:
+    """Install the seccomp filter chaos built (``chaos.process.ptrace``): no new privileges, then the
+    program; the tracer has attached with ``PTRACE_O_TRACESECCOMP``."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    program = ctypes.create_string_buffer(code, len(code))
+    header = struct.pack("HxxxxxxQ", len(code) // 8, ctypes.addressof(program))
+    prog = ctypes.create_string_buffer(header, len(header))
+    return bool(libc.prctl(38, 1, 0, 0, 0) == 0 and libc.prctl(22, 2, prog, 0, 0) == 0)
+
+
+if __name__ == "__main__":
+    _talk, _request = _serve(socket.socket(fileno=int(sys.argv[1])))
+    del _serve, _preload
+    _become(_talk, _request)
