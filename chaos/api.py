@@ -380,6 +380,7 @@ def sweep(
         junit=junit,
         save_baseline=write_baseline,
         interrupted=interrupted,
+        starts=[str(choice) for choice in run.starts.choices.values()],
     )
     if not run.results and not interrupted:
         budget = settings.space.budget

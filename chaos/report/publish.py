@@ -24,10 +24,11 @@ def publish(
     save_baseline: Path | None = None,
     journal: bool = False,
     interrupted: bool = False,
+    starts: list[str] | None = None,
 ) -> Summary:
     """Summarise ``results`` and write the summary and the HTML report into ``folder`` (and the journal,
     when ``results`` were gathered from elsewhere), the JUnit file and the baseline where asked."""
-    summary = summarize(results, not_run or [], seconds, baseline, interrupted)
+    summary = summarize(results, not_run or [], seconds, baseline, interrupted, starts)
     folder.mkdir(parents=True, exist_ok=True)
     if journal:
         path = folder / "sweep.jsonl"

@@ -34,6 +34,7 @@ class Summary:
         default_factory=list
     )  # decision-tree rows the baseline's night faced, not this one
     interrupted: bool = False  # chaos was interrupted: ``not_run`` holds the cases it had not finished
+    starts: list[str] = field(default_factory=list)  # how each target's processes started, and why
 
     @property
     def ran(self) -> list[CaseResult]:
@@ -88,6 +89,7 @@ class Summary:
             "skipped": [{"case": r.case, "reason": r.skipped} for r in self.skipped],
             "notRun": self.not_run,
             "interrupted": self.interrupted,
+            "starts": self.starts,
             "crashes": len(crashes),
             "reached": self.reached,
             "exact": self.exact,
@@ -129,12 +131,14 @@ def summarize(
     seconds: float,
     baseline: Baseline | None = None,
     interrupted: bool = False,
+    starts: list[str] | None = None,
 ) -> Summary:
     known = baseline.failures if baseline is not None else None
     groups = group(results, known)
     coverage = coverage_of(results)
     lost = coverage.lost(baseline.rows or [], baseline.cells) if baseline is not None else []
-    return Summary(results, groups, fixed(groups, known), seconds, not_run, coverage, lost, interrupted)
+    found = fixed(groups, known)
+    return Summary(results, groups, found, seconds, not_run, coverage, lost, interrupted, starts or [])
 
 
 def write_summary(path: Path, summary: Summary) -> None:
@@ -158,6 +162,7 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
             f"  paused writers: {summary.paused_exact}/{summary.paused} paused exactly at their boundary "
             "(timed by polling)"
         )
+    lines += [f"  {line}" for line in summary.starts]
     if summary.not_run:
         why = "chaos was interrupted" if summary.interrupted else "the budget ran out"
         lines.append(f"  {len(summary.not_run)} case(s) not run: {why}")

@@ -118,6 +118,7 @@ class Target:
     fixtures: Path | None = None  # where its sweeps mine crash prefixes by default (``fixtures = "DIR"``)
     request_deadline: float | None = None  # the agent's own deadline for one model answer, in seconds
     takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
+    warm: bool = True  # a sweep may start its Python processes warm (chaos.case.starts); false: always cold
 
     def deadline(self, withheld: bool) -> float | None:
         """The agent's deadline for one model answer in a case: short where the case's fault withholds an
@@ -276,6 +277,7 @@ def load_target(path: Path) -> Target:
         fixtures=_fixtures(top, path),
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
+        warm=top.take("warm", bool, True),
     )
     top.take("description", str, "")
     top.done(GUIDE)

@@ -24,10 +24,12 @@ from chaos.case.definition import Case
 from chaos.case.record import Record, slug
 from chaos.case.result import CaseResult, append_journal, cut_torn_tail, read_journal, reported
 from chaos.case.run import Judge, run_case
+from chaos.case.starts import Starts
 from chaos.case.verdict import Verdict
 from chaos.cycle.evidence import Evidence
 from chaos.errors import Skipped
 from chaos.process import phase as phases
+from chaos.process.warm import WarmStarts
 from chaos.report.html import view_of
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
@@ -49,6 +51,7 @@ class Sweep:
     not_run: list[str] = field(default_factory=list)  # the budget ran out before these
     # each scenario's uninterrupted run, what a framework agent's crash cases are judged against
     cleans: dict[str, Evidence] = field(default_factory=dict)
+    starts: Starts = field(default_factory=Starts)  # cold or warm, per target (chaos.case.starts)
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,11 +86,23 @@ class Sweep:
         try:
             scenario = s.space.scenario(case.as_run)
             clean = self.cleans.get(case.scenario.name)
-            verdict = run_case(
-                scenario, case.target, s.target_env, folder, s.timeout, judges=self.judges, clean=clean
-            )
+            warm = self.starts.of(case.target)
+
+            def run(starts: WarmStarts | None, where: Path) -> Verdict:
+                env, timeout = s.target_env, s.timeout
+                return run_case(
+                    scenario, case.target, env, where, timeout, judges=self.judges, clean=clean, warm=starts
+                )
+
+            verdict = run(warm, folder)
             if case.crash is None and verdict.evidence.on_store:
                 self.cleans[case.scenario.name] = verdict.evidence
+            if case.crash is None and warm is None:
+                choice = self.starts.choose(
+                    case.target, verdict, run, s.results / "starts" / slug(case.target.name, 80)
+                )
+                if choice is not None:
+                    sys.stderr.write(f"\rchaos sweep: {choice}\n")
         except Skipped as why:
             result = CaseResult(
                 case.id,
@@ -205,4 +220,5 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
             sweep.not_run += [case.id for case in [*pending.values(), *queue] if case.id not in sweep.results]
             raise
         finally:
+            sweep.starts.close()
             progress.show(done, total, False, final=True)
