@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import gc
 import importlib
 import io
 import json
@@ -64,6 +65,7 @@ def _serve(control: socket.socket) -> tuple[socket.socket, dict[str, Any]]:
             continue
         sys.stdout.flush()
         sys.stderr.flush()
+        gc.freeze()  # the server's objects: never scanned in a fork, so its pages stay shared (its exit is 8x faster)
         if os.fork() == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
