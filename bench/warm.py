@@ -83,7 +83,9 @@ def compare(name: str, target: Path, args: list[str], out: Path) -> bool:
         )
     print(f"  start-up saved per case: {cold['processes'] - warm['processes']:.2f} s")
     print(f"  warm is {ratio:.2f}x faster (goal: at least {GOALS[name]:g}x)")
-    print(f"  identical verdicts: {same} ({len(cold['groups'])} failure group(s) cold, {len(warm['groups'])} warm)")
+    print(
+        f"  identical verdicts: {same} ({len(cold['groups'])} failure group(s) cold, {len(warm['groups'])} warm)"
+    )
     return ratio >= GOALS[name] and same
 
 

@@ -15,8 +15,9 @@ socket pair; each message on it carries one more socket, a conversation:
   descriptor, the working directory, the environment, default signals), waits
   for ``go`` (chaos's tracer attaches meanwhile), installs the seccomp filter
   it is sent, and runs the module, script or code as ``__main__``. A learning
-  run keeps the conversation open and, at its exit, answers ``modules ...``:
-  what it imported from outside its own code, for the next ``import``.
+  run, at its exit, writes to the file it is given what it imported from
+  outside its own code, for the next ``import`` (it holds no descriptor for
+  it meanwhile).
 
 The server stops when chaos's end of the socket pair closes (chaos is gone).
 """
@@ -39,6 +40,9 @@ import sysconfig
 import types
 from typing import Any
 
+# The LC_CTYPE this interpreter set itself as it started (PEP 538: the C locale coerced): the server's
+# environment is the phase's shaping one, so a cold start of a phase would have set the same.
+COERCED = os.environ.get("LC_CTYPE")
 LIBRARY = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
@@ -116,6 +120,8 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if COERCED and "LC_CTYPE" not in os.environ:  # a cold start in the C locale coerces it too (PEP 538)
+        os.environ["LC_CTYPE"] = COERCED
     for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # what a Python started afresh installs
@@ -123,6 +129,7 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
     if reader.readline() != b"go\n":
         os._exit(126)
     reader.close()
+    talk.close()
     if request["filter"] is not None and not _filtered(bytes.fromhex(request["filter"])):
         os._exit(126)
     if request["learn"]:
@@ -131,11 +138,10 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
 
         def report() -> None:
             found = [n for n, m in list(sys.modules.items()) if n not in before and _library(n, m, own)]
-            talk.sendall(("modules " + " ".join(found) + "\n").encode())
+            with open(request["learn"], "w") as learned:
+                learned.write(" ".join(found))
 
         atexit.register(report)
-    else:
-        talk.close()
     if request["unbuffered"]:  # -u: text straight to the descriptors, as a cold start under -u writes
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
         sys.stderr = io.TextIOWrapper(

@@ -23,6 +23,7 @@ agree before a sweep goes warm.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -113,11 +114,10 @@ class Child:
     """A target process a server forked: what ``subprocess.Popen`` would say of it (its pid, its exit),
     read from the server's watcher; and, from a learning run, what it imported."""
 
-    def __init__(self, lines: _Lines, pid: int, server: Server) -> None:
+    def __init__(self, lines: _Lines, pid: int, server: Server, learn: Path | None) -> None:
         self.pid: int = pid
         self.returncode: int | None = None
-        self._lines, self._server = lines, server
-        self._modules: list[str] | None = None
+        self._lines, self._server, self._learn = lines, server, learn
 
     def _read(self, timeout: float | None) -> bool:
         """Read one answer; False when none came within ``timeout``, or the watcher has said all."""
@@ -127,8 +127,6 @@ class Child:
         word, _, value = line.partition(" ")
         if word == "exit":
             self.returncode = int(value)
-        elif word == "modules":
-            self._modules = value.split()
         elif self._lines.ended and self.returncode is None:
             self.returncode = -signal.SIGKILL  # its watcher was killed with it (chaos's own kill of a cage)
         return not self._lines.ended
@@ -150,8 +148,10 @@ class Child:
         while self._read(5.0):
             pass
         self._lines.talk.close()
-        if self._modules is not None:
-            self._server.preload(self._modules)
+        if self._learn is not None and self._learn.exists():
+            modules = self._learn.read_text().split()
+            self._learn.unlink()
+            self._server.preload(modules)
 
 
 class Server:
@@ -162,6 +162,7 @@ class Server:
         self._lock = threading.Lock()
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the server's life)
         self.learned, self.preloaded, self.threads = False, 0, 1
+        self._folder, self._runs = Path(tempfile.mkdtemp(prefix="chaos-warm-")), itertools.count(1)
         argv = [python, *options, "-c", SOURCE, str(theirs.fileno())]
         self.proc = subprocess.Popen(
             argv,
@@ -198,7 +199,9 @@ class Server:
     ) -> Child:
         """Fork the target's process: ``trace`` is "syscalls" (the tracer attached and the seccomp filter
         installed), "events" (the tracer only) or "" (neither). Called from the thread that traces it."""
-        learn = not self.learned  # until a run exits and says what it imported (a killed one cannot)
+        learn = None  # until a run exits and says what it imported (a killed one cannot)
+        if not self.learned:
+            learn = self._folder / f"learn-{next(self._runs)}"
         request = {
             "op": "run",
             "kind": command.kind,
@@ -211,7 +214,7 @@ class Server:
             "stderr": str(err),
             "cage": cage,
             "filter": ptrace.filter_code().hex() if trace == "syscalls" else None,
-            "learn": learn,
+            "learn": str(learn) if learn else None,
         }
         lines = _Lines(self._talk(request))
         line = (lines.next(ANSWER) or "").split()
@@ -219,7 +222,7 @@ class Server:
             lines.talk.close()
             why = " ".join(line) or self._said() or "no answer"
             raise WarmUnavailable(f"the warm interpreter could not fork the target: {why}")
-        child = Child(lines, int(line[1]), self)
+        child = Child(lines, int(line[1]), self, learn)
         if trace:
             try:
                 ptrace.seize(child.pid)
@@ -251,6 +254,7 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self._errors.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,232 @@
+"""Warm starts: a fork of a warm interpreter is the process a cold start would be, is killed as exactly,
+gives the same verdict and facts, and nothing of it outlives chaos."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos.case.run import run_case
+from chaos.case.starts import Starts, _difference, facts_of
+from chaos.process.warm import Command, WarmStarts, command_of
+from chaos.scenario import load_scenario
+from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.target import find_target, load_target
+from tests.conftest import REPO, needs_ptrace
+
+PY = sys.executable
+ENV = {"PATH": os.environ.get("PATH", "")}
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "what", "options", "args"),
+    [
+        ([PY, "-m", "pkg.mod", "a"], "module", "pkg.mod", (), ("a",)),
+        ([PY, "-u", "-B", "script.py", "--x"], "script", "script.py", ("-u", "-B"), ("--x",)),
+        ([PY, "-X", "utf8", "-c", "print(1)", "z"], "code", "print(1)", ("-X", "utf8"), ("z",)),
+        ([PY, "-Wignore", "-m", "m"], "module", "m", ("-Wignore",), ()),
+    ],
+)
+def test_a_python_command_line_is_read_as_a_warm_start_runs_it(
+    argv: list[str], kind: str, what: str, options: tuple[str, ...], args: tuple[str, ...]
+) -> None:
+    command = command_of(argv, ENV)
+    assert isinstance(command, Command)
+    assert (command.kind, command.what, command.options, command.args) == (kind, what, options, args)
+    assert command.unbuffered == ("-u" in options)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["sh", "-c", "true"], "is not a Python interpreter"),
+        ([PY, "-i", "x.py"], "the interpreter option -i"),
+        ([PY, "-u"], "runs no module, script or code"),
+        (["no-such-python3"], "is not a Python interpreter"),
+    ],
+)
+def test_what_a_fork_cannot_run_is_said(argv: list[str], said: str) -> None:
+    why = command_of(argv, ENV)
+    assert isinstance(why, str) and said in why
+
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    print(json.dumps({
+        "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "name": __name__,
+        "file": globals().get("__file__"), "env": os.environ.get("PROBE_VALUE"),
+        "keys": sorted(os.environ),
+        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "leader": os.getsid(0) == os.getpid(), "stdin": os.readlink("/proc/self/fd/0"),
+        "sigint": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+        "sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
+    }))
+    print("to stderr", file=sys.stderr)
+    sys.exit(7)
+    """
+)
+
+
+def test_a_warm_process_is_what_a_cold_start_of_its_command_line_is(tmp_path: Path) -> None:
+    """Its argv, working directory, sys.path, __main__, environment (and nothing of the server's),
+    descriptors, session, stdin, signal handlers, output and exit status: the same as a new process."""
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = [PY, str(script), "one", "two"]
+    env = {"PATH": ENV["PATH"], "PROBE_VALUE": "v1"}
+    with (tmp_path / "cold.out").open("wb") as out, (tmp_path / "cold.err").open("wb") as err:
+        code = subprocess.run(
+            argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        ).returncode
+    starts = WarmStarts()
+    try:
+        results = []
+        for round_ in range(2):  # the first teaches the server its imports; the second forks after them
+            launch = starts.launch(argv, env)
+            assert launch is not None
+            child = launch.spawn(
+                work, env, tmp_path / f"warm{round_}.out", tmp_path / f"warm{round_}.err", "", ""
+            )
+            results.append(child.wait())
+            child.finish()
+    finally:
+        starts.close()
+    cold = json.loads((tmp_path / "cold.out").read_text())
+    for round_, warm_code in enumerate(results):
+        assert (warm_code, json.loads((tmp_path / f"warm{round_}.out").read_text())) == (code, cold)
+        assert (tmp_path / f"warm{round_}.err").read_text() == (tmp_path / "cold.err").read_text()
+    assert cold["fds"] == [0, 1, 2, 3] and cold["leader"] and cold["stdin"] == "/dev/null"  # (3: listdir's)
+
+
+def test_the_same_case_cold_and_warm_gives_the_same_verdict_and_facts(tmp_path: Path) -> None:
+    """Crashed at a durable boundary, resumed and resumed again: warm phases are killed where cold ones
+    are (by the tracer where it runs), and every check and fact agrees; the server learned its imports."""
+    scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
+        Crash(Boundary.parse("toolStarted"))
+    )
+    target = load_target(find_target("reference"))
+    cold = run_case(scenario, target, folder=tmp_path / "cold")
+    starts = WarmStarts()
+    try:
+        warm = [run_case(scenario, target, folder=tmp_path / f"warm{n}", warm=starts) for n in range(2)]
+        learned = starts.preloaded
+    finally:
+        starts.close()
+    assert cold.ok and all(v.ok for v in warm)
+    assert all(p.warm for v in warm for p in v.phases) and not any(p.warm for p in cold.phases)
+    assert [facts_of(v) for v in warm] == [facts_of(cold)] * 2
+    assert [(p.reached, p.exact, p.mechanism) for p in warm[1].phases] == [
+        (p.reached, p.exact, p.mechanism) for p in cold.phases
+    ]
+    assert learned > 0
+
+
+def test_without_the_tracer_a_warm_start_is_waited_for_through_its_watcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ptrace is unavailable the exit status comes from the server's watcher, and a crash in flight
+    (a held model request) still lands."""
+    monkeypatch.setenv("CHAOS_NO_PTRACE", "1")
+    scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
+        Crash(Boundary.parse("model-request#2"))
+    )
+    starts = WarmStarts()
+    try:
+        verdict = run_case(scenario, load_target(find_target("reference")), folder=tmp_path, warm=starts)
+    finally:
+        starts.close()
+    assert verdict.ok, [c.text() for c in verdict.failed]
+    assert [p.warm for p in verdict.phases] == [True] * len(verdict.phases)
+    assert verdict.phases[0].killed and verdict.phases[0].returncode == -signal.SIGKILL
+    assert verdict.phases[-1].returncode == 0
+
+
+def test_a_difference_between_cold_and_warm_is_named_and_keeps_the_target_cold() -> None:
+    cold = ["start: outcome None, exit -9", "resume-1: outcome completed, exit 0", "failed checks: none"]
+    assert _difference(cold, cold) is None
+    warm = [cold[0], "resume-1: outcome failed, exit 4", cold[2]]
+    assert _difference(cold, warm) == (
+        "cold 'resume-1: outcome completed, exit 0', warm 'resume-1: outcome failed, exit 4'"
+    )
+    assert _difference(cold, cold[:1] + cold[2:]) is not None
+
+
+def test_a_target_file_turns_warm_starts_off_and_a_sweep_says_so(tmp_path: Path) -> None:
+    spec = tmp_path / "cold.toml"
+    spec.write_text("warm = false\n" + (REPO / "targets" / "reference.toml").read_text())
+    target = load_target(spec)
+    assert not target.warm and load_target(find_target("reference")).warm
+    scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml")
+    cold = run_case(scenario, target, folder=tmp_path / "case")
+    starts = Starts()
+    try:
+        choice = starts.choose(
+            target, cold, lambda pool, where: run_case(scenario, target, folder=where), tmp_path
+        )
+    finally:
+        starts.close()
+    assert choice is not None and not choice.warm and "warm = false" in choice.why
+    assert starts.of(target) is None
+
+
+@needs_ptrace
+def test_a_sweep_goes_warm_once_cold_and_warm_agree(tmp_path: Path) -> None:
+    from chaos import api
+
+    result = api.sweep(
+        [REPO / "scenarios" / "full-workflow.toml"], target="reference", results=tmp_path, jobs=2
+    )
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert result.summary.ok
+    assert (
+        summary["starts"]
+        and "reference: warm starts (a cold and a warm run of full-workflow agreed" in (summary["starts"][0])
+    )
+    journal = [json.loads(line) for line in (tmp_path / "sweep.jsonl").read_text().splitlines()]
+    warm = [p["warm"] for case in journal for p in case["phases"]]
+    assert any(warm) and summary["exact"] == summary["reached"] > 0
+
+
+def test_no_warm_interpreter_outlives_the_chaos_that_started_it(tmp_path: Path) -> None:
+    """chaos killed outright: its servers see their socket close and exit."""
+    code = textwrap.dedent(
+        f"""
+        import os, sys, time
+        from pathlib import Path
+        from chaos.process.warm import WarmStarts
+        starts = WarmStarts()
+        launch = starts.launch([sys.executable, "-c", "pass"], {{"PATH": os.environ["PATH"]}})
+        child = launch.spawn(Path({str(tmp_path)!r}), {{}}, Path({str(tmp_path / "o")!r}), Path({str(tmp_path / "e")!r}), "", "")
+        child.wait()
+        print(launch.server.proc.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    chaos = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, cwd=REPO)
+    assert chaos.stdout is not None
+    server = int(chaos.stdout.readline())
+    assert psutil.pid_exists(server)
+    chaos.kill()
+    chaos.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(server).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the warm interpreter {server} outlived the chaos that started it")
