@@ -469,11 +469,14 @@ def explore(
         shrink_budget=shrink_budget if shrink_budget is not None else min(budget, 60.0),
         max_failures=max_failures,
     )
-    exploration.explore(tool_names(found_target, env))
-    spent = time.monotonic() - exploration.started
-    if not exploration.found:
-        if exploration.cycles == 0:
-            raise UsageError(f"--budget {budget:g}: no crash cycle ran; give a longer budget")
-        return ExploreResult([], exploration.cycles, spent)
-    found = exploration.save(Miner(results / "fixtures"))
+    try:
+        exploration.explore(tool_names(found_target, env))
+        spent = time.monotonic() - exploration.started
+        if not exploration.found:
+            if exploration.cycles == 0:
+                raise UsageError(f"--budget {budget:g}: no crash cycle ran; give a longer budget")
+            return ExploreResult([], exploration.cycles, spent)
+        found = exploration.save(Miner(results / "fixtures"))
+    finally:
+        exploration.starts.close()
     return ExploreResult(found, exploration.cycles, time.monotonic() - exploration.started)

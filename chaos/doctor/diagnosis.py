@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.case.run import run_case
+from chaos.case.starts import Starts
 from chaos.case.verdict import Verdict
 from chaos.check.base import Check
 from chaos.check.recovery import derived_outcome
@@ -32,6 +33,7 @@ from chaos.contract.reducer import Reducer
 from chaos.cycle.drive import said_last
 from chaos.doctor.probes import ABORT_PROBE, PROBES
 from chaos.errors import ConfigurationUnusable, UsageError
+from chaos.process.warm import WarmStarts
 from chaos.report.text import printable
 from chaos.scenario.model import Boundary, Crash, Scenario, Turn
 from chaos.scenario.target import Target
@@ -191,7 +193,27 @@ def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     if not runs.ok or not verdicts:  # what did not run shows nothing, good or bad
         for concern in concerns:
             concern.judged = not concern.ok
-    return Diagnosis(target, concerns, folder, notes(target))
+    return _with_starts(Diagnosis(target, concerns, folder, notes(target)), verdicts[:1], timeout)
+
+
+def _with_starts(diagnosis: Diagnosis, tried: list[Verdict], timeout: float) -> Diagnosis:
+    """A usable target's diagnosis, and how a sweep would start its processes: its first case run warm
+    (twice: to learn, then to compare) and compared with the cold run, as a sweep chooses."""
+    if diagnosis.exit_code != 0 or not tried:
+        return diagnosis
+    cold, target, starts = tried[0], diagnosis.target, Starts()
+
+    def warm(pool: WarmStarts, where: Path) -> Verdict:
+        clean = cold.evidence.clean if cold.evidence.on_store else None
+        return run_case(cold.scenario, target, folder=where, timeout=timeout, clean=clean, warm=pool)
+
+    try:
+        choice = starts.choose(target, cold, warm, diagnosis.folder / "starts")
+    finally:
+        starts.close()
+    if choice is not None:
+        diagnosis.notes.append(f"a sweep starts it with {choice}".replace(f"with {target.name}: ", "with "))
+    return diagnosis
 
 
 def notes(target: Target) -> list[str]:
@@ -270,7 +292,7 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
     )
     for verdict in (clean, crashed):
         _judge_store(verdict, runs, exits, answer, again)
-    return Diagnosis(target, concerns, folder)
+    return _with_starts(Diagnosis(target, concerns, folder), [clean], timeout)
 
 
 def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concern, again: Concern) -> None:

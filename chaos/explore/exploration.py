@@ -38,10 +38,12 @@ from hypothesis.reporting import with_reporter
 
 from chaos.case.run import run_case
 from chaos.case.space import CaseSpace
+from chaos.case.starts import Starts
 from chaos.case.verdict import Verdict
 from chaos.errors import Skipped
 from chaos.explore.strategies import scenarios, size
 from chaos.mine.miner import Miner, kebab
+from chaos.process.warm import WarmStarts
 from chaos.scenario.files import load_scenario, write_scenario
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
@@ -93,6 +95,20 @@ class Exploration:
     _unrun: set[str] = field(default_factory=set)  # first met after the shrink deadline: passes, always
     _known: set[str] = field(default_factory=set)  # failure keys of earlier rounds: passes in this round
     _new: bool = False  # this round found a failure of its own
+    starts: Starts = field(default_factory=Starts)  # cold or warm (chaos.case.starts); close when done
+
+    def run(self, scenario: Scenario, folder: Path) -> Verdict:
+        """One crash cycle, its processes started warm once a cold and a warm run agreed (the first cycle
+        decides, chaos.case.starts)."""
+        warm = self.starts.of(self.target)
+
+        def cycle(starts: WarmStarts | None, where: Path) -> Verdict:
+            return run_case(scenario, self.target, self.target_env, where, warm=starts)
+
+        verdict = cycle(warm, folder)
+        if warm is None:
+            self.starts.choose(self.target, verdict, cycle, self.results / "starts")
+        return verdict
 
     @property
     def budget(self) -> float:
@@ -131,7 +147,7 @@ class Exploration:
                 return
             folder = self.results / "cases" / f"{self.cycles:05d}"
             try:
-                verdict = run_case(self.space.scenario(scenario), self.target, self.target_env, folder)
+                verdict = self.run(self.space.scenario(scenario), folder)
             except Skipped:  # needs what the target does not declare: nothing to find here
                 self._verdicts[known] = None
                 return
@@ -160,9 +176,7 @@ class Exploration:
         for path in sorted(self.results.glob("found-*.toml")):
             scenario = load_scenario(path)
             try:
-                verdict = run_case(
-                    scenario, self.target, self.target_env, self.results / "cases" / f"past-{path.stem}"
-                )
+                verdict = self.run(scenario, self.results / "cases" / f"past-{path.stem}")
             except Skipped:
                 continue  # a past failure of a target that could do more than this one
             self.cycles += 1
@@ -224,7 +238,7 @@ class Exploration:
             write_scenario(scenario, path)
             run_folder = self.results / stem
             shutil.rmtree(run_folder, ignore_errors=True)
-            rerun = run_case(scenario, self.target, self.target_env, run_folder)
+            rerun = self.run(scenario, run_folder)
             miner.mine(rerun)
             found.scenario, found.verdict, found.saved = scenario, rerun, path
         return list(self.found.values())

@@ -103,8 +103,20 @@ def _library(name: str, module: types.ModuleType, own: set[str]) -> bool:
     return origin in ("built-in", "frozen") or origin.startswith(LIBRARY)
 
 
+class _Unstarted(Exception):
+    """The fork could not make itself the target's process (before any of the target's code ran)."""
+
+
 def _become(talk: socket.socket, request: dict[str, Any]) -> None:
     """In the fork: be the process a cold start of the command line would make, then run it."""
+    try:
+        _setup(talk, request)
+    except OSError as err:
+        raise _Unstarted(err) from None
+    _run(request)
+
+
+def _setup(talk: socket.socket, request: dict[str, Any]) -> None:
     os.setsid()
     if request["cage"]:
         fd = os.open(request["cage"], os.O_WRONLY)
@@ -127,11 +139,11 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # what a Python started afresh installs
     reader = talk.makefile("rb")
     if reader.readline() != b"go\n":
-        os._exit(126)
+        raise OSError("chaos did not say go")
     reader.close()
     talk.close()
     if request["filter"] is not None and not _filtered(bytes.fromhex(request["filter"])):
-        os._exit(126)
+        raise OSError("the kernel refused the seccomp filter")
     if request["learn"]:
         before = set(sys.modules)
         own = {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
@@ -142,6 +154,9 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
                 learned.write(" ".join(found))
 
         atexit.register(report)
+
+
+def _run(request: dict[str, Any]) -> None:
     if request["unbuffered"]:  # -u: text straight to the descriptors, as a cold start under -u writes
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
         sys.stderr = io.TextIOWrapper(
@@ -162,8 +177,13 @@ def _become(talk: socket.socket, request: dict[str, Any]) -> None:
         sys.path[0] = os.path.dirname(os.path.realpath(what))
         sys.argv = [what, *args]
         main.__file__ = what
-        with open(what, "rb") as source:
-            code = compile(source.read(), what, "exec")
+        try:
+            with open(what, "rb") as source:
+                text = source.read()
+        except OSError as err:  # what python says of a script it cannot open, and its status
+            sys.stderr.write(f"{sys.executable}: can't open file {os.path.abspath(what)!r}: {err}\n")
+            sys.exit(2)
+        code = compile(text, what, "exec")
         exec(code, main.__dict__)
 
 
@@ -180,4 +200,8 @@ def _filtered(code: bytes) -> bool:
 if __name__ == "__main__":
     _talk, _request = _serve(socket.socket(fileno=int(sys.argv[1])))
     del _serve, _preload
-    _become(_talk, _request)
+    try:
+        _become(_talk, _request)
+    except _Unstarted as why:  # as a cold start whose exec failed: a status of its own, and why
+        os.write(2, f"chaos: a warm start could not become the target's process: {why}\n".encode())
+        os._exit(126)
