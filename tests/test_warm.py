@@ -186,7 +186,11 @@ def test_a_sweep_goes_warm_once_cold_and_warm_agree(tmp_path: Path) -> None:
     from chaos import api
 
     result = api.sweep(
-        [REPO / "scenarios" / "full-workflow.toml"], target="reference", results=tmp_path, jobs=2
+        [REPO / "scenarios" / "full-workflow.toml"],
+        target="reference",
+        results=tmp_path,
+        jobs=2,
+        faults=("kill",),
     )
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert result.summary.ok
@@ -230,3 +234,26 @@ def test_no_warm_interpreter_outlives_the_chaos_that_started_it(tmp_path: Path) 
         time.sleep(0.05)
     else:
         pytest.fail(f"the warm interpreter {server} outlived the chaos that started it")
+
+
+def test_a_phase_whose_warm_start_fails_starts_cold_and_says_why(tmp_path: Path) -> None:
+    """The warm interpreter died (chaos's own helper, not the agent): each phase starts cold, the case is
+    judged as a cold one would be, and each phase says why it is cold."""
+    scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
+        Crash(Boundary.parse("toolStarted"))
+    )
+    target = load_target(find_target("reference"))
+    starts = WarmStarts()
+    try:
+        assert all(p.warm for p in run_case(scenario, target, folder=tmp_path / "warm", warm=starts).phases)
+        servers = [p for p in psutil.Process().children() if "socket.recv_fds" in " ".join(p.cmdline())]
+        assert servers
+        for server in servers:
+            server.kill()
+            server.wait()
+        verdict = run_case(scenario, target, folder=tmp_path / "cold", warm=starts)
+    finally:
+        starts.close()
+    assert verdict.ok, [c.text() for c in verdict.failed]
+    assert not any(p.warm for p in verdict.phases)
+    assert all("the warm interpreter is gone" in (p.cold_because or "") for p in verdict.phases)

@@ -115,6 +115,9 @@ class Starts:
             warm = run(self.pool, scratch / "warm")
         except (UsageError, InternalError, OSError) as err:
             return (False, f"a warm start failed: {err}")
+        failed = next((p.cold_because for p in warm.phases if p.cold_because), None)
+        if failed is not None:
+            return (False, f"a warm start failed: {failed}")
         differs = _difference(facts_of(cold), facts_of(warm))
         if differs is not None:
             return (False, f"a cold and a warm run of {cold.scenario.name} differ: {differs}")

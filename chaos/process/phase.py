@@ -53,6 +53,7 @@ class Phase:
     failed_calls: int = 0  # the log's system calls a disk fault failed (or cut short)
     failed_at: float | None = None  # when the first of them was made (epoch seconds, as the ledger's times)
     warm: bool = False  # started as a fork of a warm interpreter (chaos.process.warm), not by exec
+    cold_because: str | None = None  # it was to start warm, and started cold: why
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited

@@ -251,10 +251,10 @@ def phase_steps(
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
     starts: WarmStarts | None = world.starts
     launch = starts.launch(phase.argv, env) if starts is not None else None
-    phase.warm = launch is not None
     proc = TracedProcess(
         phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing, warm=launch
     )
+    phase.warm, phase.cold_because = proc.warm, proc.cold_because
     deadline, exited, handed_on = started + timeout, False, False
     waiting = (
         Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)

@@ -35,7 +35,7 @@ from chaos.errors import TargetUnusable
 from chaos.process import ptrace
 from chaos.process.contain import Cage
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
-from chaos.process.warm import Child, Launch
+from chaos.process.warm import Child, Launch, WarmUnavailable
 
 GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
 SWITCH_INTERVAL = 0.0005  # seconds a busy Python thread may hold the GIL while an agent waits at a trap
@@ -100,6 +100,7 @@ class TracedProcess:
         self.killed = False
         self._exited, self._gone = threading.Event(), threading.Event()
         self._policy, self._warm = policy, warm
+        self.cold_because: str | None = None  # a warm start failed, and the process started cold
         self.cage = Cage()  # every process of the tree, traced or not (chaos.process.contain)
         policy.attach(self)
         started = threading.Event()
@@ -125,8 +126,11 @@ class TracedProcess:
         try:
             if self._warm is not None:
                 trace = ("syscalls" if self.traps else "events") if self.exact else ""
-                proc = self._warm.spawn(cwd, env, stdout, stderr, self.cage.procs, trace)
-            else:
+                try:
+                    proc = self._warm.spawn(cwd, env, stdout, stderr, self.cage.procs, trace)
+                except WarmUnavailable as why:  # cold is what warm stands in for: the phase goes on
+                    self._warm, self.cold_because = None, str(why)
+            if self._warm is None:
                 with stdout.open("wb") as out, stderr.open("wb") as err:
                     proc = subprocess.Popen(
                         self.argv,

@@ -36,7 +36,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.errors import TargetUnusable
+from chaos.errors import InternalError
 from chaos.process import forkserver, ptrace
 
 SOURCE = Path(forkserver.__file__).read_text()
@@ -46,8 +46,9 @@ SHAPING = re.compile(r"PYTHON|LC_|LANG$|LANGUAGE$")  # read by the interpreter a
 ANSWER = 30.0  # seconds the server may take to answer (a fork, an import of what the target imports)
 
 
-class WarmUnavailable(TargetUnusable):
-    """A warm start could not be made (the server refused or died, the tracer could not attach)."""
+class WarmUnavailable(InternalError):
+    """A warm start could not be made (the server refused or died, the tracer could not attach): the
+    phase starts cold instead (``chaos.process.tree``)."""
 
 
 @dataclass(frozen=True)
