@@ -28,8 +28,10 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -169,22 +171,30 @@ def kill_all() -> None:
         cage.kill()
 
 
+def start_alone(
+    argv: list[str], cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], first: Callable[[], None]
+) -> subprocess.Popen[bytes]:
+    """Start a target's command in a session of its own, reading nothing, with ``first`` run in the child
+    before it runs the command (joining its cage, at least)."""
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        start_new_session=True,
+        preexec_fn=first,
+    )
+
+
 def run_caged(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, bytes, bytes]:
     """Run a short command of the target's (its configuration command) to its end: exit status, output
     and error. What it left running (a wrapper's background child holding its output open) is killed
     when it exits, and all of it at ``timeout`` (``subprocess.TimeoutExpired``)."""
     cage = Cage()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-            preexec_fn=cage.enter,
-        )
+        proc = start_alone(argv, cwd, env, out, err, cage.enter)
         try:
             code = proc.wait(timeout)
         finally:

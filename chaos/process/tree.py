@@ -33,7 +33,7 @@ from typing import Protocol
 
 from chaos.errors import TargetUnusable
 from chaos.process import ptrace
-from chaos.process.contain import Cage
+from chaos.process.contain import Cage, start_alone
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
 from chaos.process.warm import Child, Launch, WarmUnavailable
 
@@ -132,16 +132,8 @@ class TracedProcess:
                     self._warm, self.cold_because = None, str(why)
             if self._warm is None:
                 with stdout.open("wb") as out, stderr.open("wb") as err:
-                    proc = subprocess.Popen(
-                        self.argv,
-                        cwd=cwd,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=err,
-                        start_new_session=True,
-                        preexec_fn=_in(self.cage, ptrace.child_setup(self.exact, self.traps)),
-                    )
+                    setup = _in(self.cage, ptrace.child_setup(self.exact, self.traps))
+                    proc = start_alone(self.argv, cwd, env, out, err, setup)
         except Exception as err:  # a failed start must never leave the caller waiting
             self.cage.remove()
             self.fault = err
