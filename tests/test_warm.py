@@ -17,6 +17,8 @@ import pytest
 
 from chaos.case.run import run_case
 from chaos.case.starts import Starts, _difference, facts_of
+from chaos.process.contain import start_alone
+from chaos.process.ptrace import default_signals
 from chaos.process.warm import Command, WarmStarts, command_of
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Crash
@@ -87,9 +89,7 @@ def test_a_warm_process_is_what_a_cold_start_of_its_command_line_is(tmp_path: Pa
     argv = [PY, str(script), "one", "two"]
     env = {"PATH": ENV["PATH"], "PROBE_VALUE": "v1"}
     with (tmp_path / "cold.out").open("wb") as out, (tmp_path / "cold.err").open("wb") as err:
-        code = subprocess.run(
-            argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
-        ).returncode
+        code = start_alone(argv, work, env, out, err, default_signals).wait()  # as chaos starts one cold
     starts = WarmStarts()
     try:
         results = []
