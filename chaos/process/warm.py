@@ -162,7 +162,7 @@ class Server:
         self._control, theirs = socket.socketpair()
         self._lock = threading.Lock()
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the server's life)
-        self.learned, self.preloaded, self.threads = False, 0, 1
+        self.learned, self.preloaded = False, 0
         self._folder, self._runs = Path(tempfile.mkdtemp(prefix="chaos-warm-")), itertools.count(1)
         argv = [python, *options, "-c", SOURCE, str(theirs.fileno())]
         self.proc = subprocess.Popen(
@@ -245,7 +245,7 @@ class Server:
                 answer = json.loads(_Lines(talk).next(ANSWER * 4) or "{}")
             except ValueError:
                 answer = {}
-        self.preloaded, self.threads = answer.get("imported", 0), answer.get("threads", 0)
+        self.preloaded = answer.get("imported", 0)
 
     def close(self) -> None:
         self._control.close()
