@@ -21,6 +21,7 @@ from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.errors import ConfigurationUnusable
 from chaos.process.contain import run_caged
+from chaos.process.mcp import serve_tools
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target
@@ -81,6 +82,7 @@ def target_current(target: Target, extra_env: dict[str, str]) -> dict[str, Any]:
     """The target's default current configuration (for ``chaos show --target`` and exploration)."""
     world = build_world(Scenario(prompt="-", turns=[Turn(text="-")]), target, extra_env)
     try:
+        serve_tools(world)
         return current_of(world, Configuration(), b"")
     finally:
         world.close()

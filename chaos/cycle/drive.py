@@ -23,6 +23,7 @@ from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
+from chaos.process.mcp import serve_tools
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, execute_phase, phase_steps
 from chaos.process.warm import WarmStarts
@@ -224,6 +225,7 @@ def drive_cycle(
         world.starts = warm
     phases: list[Phase] = []
     try:
+        serve_tools(world)
         current: dict[str, Any] | None = None
         judged = scenario
         if world.store is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from chaos.case.record import write
 from chaos.errors import InternalError
+from chaos.process.mcp import serve_tools
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import execute_phase
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
@@ -44,6 +45,7 @@ def record_session(
     world = build_world(draft, target, extra_env)
     world.server.upstream = upstream
     try:
+        serve_tools(world)
         argv = world.argv(target.start, draft.start, prompt=prompt)
         phase = execute_phase(world, Phase(PhaseKind.START, argv), draft.start, timeout, folder)
         write(folder / "session.jsonl", phase.log_after)

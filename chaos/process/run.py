@@ -245,7 +245,9 @@ def phase_steps(
         fault.arm(_Arming(world, trigger, stopper))
     if fault is not None and fault.cuts_to_synced and durability is not None:
         world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
-    env = world.env(config, trigger.gates() if trigger else [])
+    gates = trigger.gates() if trigger else []
+    world.box.activate(gates)
+    env = world.env(config, gates)
     started = time.monotonic()
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn

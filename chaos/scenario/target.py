@@ -26,6 +26,7 @@ from chaos.store.base import known
 
 GUIDE = "docs/own-agent.md"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
+MCP_TRANSPORTS = ("http", "stdio")  # how the world serves a target's tools over MCP (chaos.world.mcp_server)
 PLACEHOLDERS = {
     "python": "the Python running chaos",
     "prompt": "the scenario's prompt (start only)",
@@ -39,7 +40,11 @@ PLACEHOLDERS = {
     "tools_json": "the phase's tool overrides as a JSON object (name -> description/replay/replayKey)",
     "request_deadline": "the agent's deadline for one model answer, in seconds: the target's request_deadline, "
     "or a short one (SHORT_DEADLINE) in a case whose fault withholds the answer (hang, trickle)",
+    "mcp_url": 'the URL of the world\'s MCP server of the workspace tools (Streamable HTTP; with mcp = "http")',
+    "mcp_command": "the command that starts the world's MCP server of the workspace tools over stdio, as a "
+    'JSON list (with mcp = "stdio")',
 }
+MCP_PLACEHOLDER = {"http": "mcp_url", "stdio": "mcp_command"}
 # The deadline a case whose fault withholds an answer gives an agent that takes ``{request_deadline}``: the
 # case then costs about two of these (an attempt and its retry), not the agent's everyday deadline.
 SHORT_DEADLINE = 2.0
@@ -119,6 +124,10 @@ class Target:
     request_deadline: float | None = None  # the agent's own deadline for one model answer, in seconds
     takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
     warm: bool = True  # a sweep may start its Python processes warm (chaos.case.starts); false: always cold
+    # its tools are on an MCP server the world serves (chaos.world.mcp_server): "http" ({mcp_url}) or
+    # "stdio" ({mcp_command}); None: its tools are its own
+    mcp: str | None = None
+    mcp_trusted: tuple[str, ...] = ()  # the MCP tools the host (not the server) declares safe to replay
 
     def deadline(self, withheld: bool) -> float | None:
         """The agent's deadline for one model answer in a case: short where the case's fault withholds an
@@ -194,7 +203,10 @@ def _fixtures(top: Table, path: Path) -> Path | None:
 
 def load_target(path: Path) -> Target:
     top = Table.top(path)
-    common = set(PLACEHOLDERS) - {"prompt", "session_id"}
+    mcp = top.choice("mcp", MCP_TRANSPORTS, None)
+    common = set(PLACEHOLDERS) - {"prompt", "session_id", *MCP_PLACEHOLDER.values()}
+    if mcp is not None:
+        common.add(MCP_PLACEHOLDER[mcp])
     start = top.strings("start")
     resume = top.strings("resume")
     compact = top.strings("compact", None)
@@ -278,6 +290,8 @@ def load_target(path: Path) -> Target:
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
         warm=top.take("warm", bool, True),
+        mcp=mcp,
+        mcp_trusted=tuple(top.strings("mcp_trusted", [])),
     )
     top.take("description", str, "")
     top.done(GUIDE)

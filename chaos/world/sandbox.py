@@ -57,6 +57,11 @@ class Sandbox:
     def released(self, gate: str) -> bool:
         return (self.gate_dir / f"{gate}.release").exists()
 
+    def activate(self, gates: list[str]) -> None:
+        """Name the gates of the phase about to run, for what reads them from the gate directory rather than
+        its environment (the world's MCP server outlives a phase: ``chaos.world.mcp_server``)."""
+        (self.gate_dir / "active").write_text(",".join(gates))
+
     def waiting(self, gate: str) -> bool:
         return (self.gate_dir / f"{gate}.waiting").exists()
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import fnmatch
 import glob
 import json
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,10 @@ class World:
     # how its phases' processes start: a ``chaos.process.warm.WarmStarts`` (forks of a warm interpreter,
     # where a sweep chose them), or None (each a new process)
     starts: Any = None
+    # where the world serves the target's tools over MCP: the URL of its Streamable HTTP server, once
+    # started (``chaos.process.mcp``; "" otherwise), and what stops that server when the world closes
+    mcp_url: str = ""
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def log_glob(self) -> str:
@@ -99,7 +104,21 @@ class World:
             environment_identity=config.environment_identity or self.target.environment_identity,
             tools_json=json.dumps(config.tools, sort_keys=True),
             request_deadline=f"{self.deadline:g}" if self.deadline is not None else "",
+            mcp_url=self.mcp_url,
+            mcp_command=json.dumps(self.mcp_command()),
         )
+
+    def mcp_server_args(self) -> list[str]:
+        """What the world's MCP server needs to know of this world (``chaos.world.mcp_server``)."""
+        box = self.box
+        return [
+            "--workspace", str(box.workspace), "--ledger", str(box.ledger),
+            "--gate-dir", str(box.gate_dir), "--log-glob", self.log_glob,
+        ]  # fmt: skip
+
+    def mcp_command(self) -> list[str]:
+        """The command an agent starts to reach the world's tools over stdio (``{mcp_command}``, as JSON)."""
+        return [sys.executable, "-m", "chaos.world.mcp_server", "--stdio", *self.mcp_server_args()]
 
     @property
     def deadline(self) -> float | None:
@@ -124,6 +143,8 @@ class World:
         return Path(fill(self.target.cwd, self.values(Configuration())))
 
     def close(self) -> None:
+        for close in reversed(self.closers):
+            close()
         self.server.close()
         self.box.remove()
 

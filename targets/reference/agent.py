@@ -28,6 +28,7 @@ from chaos.contract.digest import digest
 
 from .provider import PROTOCOLS, ProviderError, complete
 from .session import SessionFile
+from .mcp_client import McpTools
 from .tools import ToolFailure, declarations, run_tool
 
 SYSTEM_PROMPT = "You are a careful coding agent. Work only inside the current workspace."
@@ -66,6 +67,7 @@ BUGS = (
     "full-disk-in-memory",  # a write that fails with ENOSPC is tried once more, then kept in memory only
     "unreadable-as-empty",  # an answer that is not JSON taken as an empty final reply
     "no-request-deadline",  # only the socket's per-read timeout: an answer that trickles in never ends
+    "mcp-trusts-hints",  # an MCP tool the server hints read-only or idempotent is declared safe to replay
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
@@ -94,7 +96,11 @@ class Agent:
         self.environment_identity = env.get("TINY_AGENT_ENVIRONMENT_IDENTITY") or str(workspace)
         self.timeout = float(env.get("TINY_TIMEOUT", "60"))
         self.bash_timeout = float(env.get("TINY_BASH_TIMEOUT", "30"))
-        self.tools = {d["definition"]["name"]: d for d in declarations()}
+        # its tools on an MCP server (TINY_MCP_URL, TINY_MCP_COMMAND), or its own
+        self.mcp = McpTools.from_env(env, self.timeout)
+        served = self.mcp.listing() if self.mcp is not None else None
+        trust_hints = "mcp-trusts-hints" in self.bugs
+        self.tools = {d["definition"]["name"]: d for d in declarations(served, trust_hints)}
         self.snapshot = {
             "model": self.model or "unset",
             "systemPromptDigest": digest(SYSTEM_PROMPT),
@@ -322,6 +328,8 @@ class Agent:
             session.commit(F.assistant_message(op, answer.message, answer.stop_reason), *usage)
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        if self.mcp is not None:
+            return self.mcp.call(name, arguments)
         try:
             return run_tool(name, arguments, self.workspace, self.bash_timeout), True
         except ToolFailure as err:

@@ -56,25 +56,35 @@ class ToolFailure(Exception):
     """The tool ran (or refused) and the model should see an error result."""
 
 
-def declarations() -> list[dict[str, Any]]:
-    """Each tool's model-facing definition, its definitionDigest and replay declaration."""
+def declarations(served: list[dict[str, Any]] | None = None, trust_hints: bool = False) -> list[dict[str, Any]]:
+    """Each tool's model-facing definition, its definitionDigest and replay declaration: the built-in tools,
+    or those ``served`` by an MCP server (``mcp_client``), ``never`` unless the host names them safe in
+    ``TINY_MCP_SAFE`` (with ``trust_hints``, the mcp-trusts-hints bug: the server's hints are believed)."""
     overrides = json.loads(os.environ.get("TINY_REFERENCE_TOOLS") or "{}")
+    trusted = {name.strip() for name in os.environ.get("TINY_MCP_SAFE", "").split(",") if name.strip()}
+    tools = served if served is not None else [{"name": n, **spec} for n, spec in DEFINITIONS.items()]
     out = []
-    for name, base in DEFINITIONS.items():
+    for tool in tools:
+        name = tool["name"]
         extra = overrides.get(name, {})
         definition = {
             "name": name,
-            "description": extra.get("description", base["description"]),
-            "parameters": base["parameters"],
+            "description": extra.get("description", tool["description"]),
+            "parameters": tool["parameters"],
         }
-        safe = name == "read"
+        if served is None:
+            safe, origin = name == "read", "builtin"
+        else:
+            hints = tool.get("hints", {})
+            believed = trust_hints and (hints.get("read_only_hint") or hints.get("idempotent_hint"))
+            safe, origin = name in trusted or bool(believed), "mcp"
         out.append(
             {
                 "definition": definition,
                 "definitionDigest": digest(definition),
                 "replay": extra.get("replay", "safe" if safe else "never"),
                 "replayKey": extra.get(
-                    "replayKey", "builtin:read:v1" if safe else f"builtin:{name}:never:v1"
+                    "replayKey", f"{origin}:{name}:v1" if safe else f"{origin}:{name}:never:v1"
                 ),
             }
         )

@@ -1,0 +1,64 @@
+"""The world's MCP server over Streamable HTTP: one process per case, in a cage of its own.
+
+A target with ``mcp = "http"`` reaches its tools at ``{mcp_url}``. chaos binds the socket on 127.0.0.1
+itself and hands it to the server (``chaos.world.mcp_server --http-fd``), so the URL is known before the
+server has started and no port can be taken in between: an agent that connects early waits in the
+socket's backlog. The server outlives each phase (an agent killed mid-call leaves it to complete the
+call, as a real server would) and goes when the world closes; everything it started goes with it (its
+cage), and it ends by itself if chaos dies first (its standard input closes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+
+from chaos.process.contain import Cage
+from chaos.world.world import World
+
+STOP_WAIT = 5.0  # seconds a server has to end once asked
+
+
+def serve_tools(world: World) -> None:
+    """Start the world's MCP server where its target takes its tools over HTTP (stdio servers are the
+    agent's to start, from ``{mcp_command}``)."""
+    if world.target.mcp != "http":
+        return
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    cage = Cage()
+    argv = [sys.executable, "-m", "chaos.world.mcp_server", "--http-fd", str(listener.fileno())]
+    try:
+        with (world.box.home / "mcp-server.stderr").open("wb") as err:
+            proc = subprocess.Popen(
+                [*argv, *world.mcp_server_args()],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                pass_fds=[listener.fileno()],
+                start_new_session=True,
+                preexec_fn=cage.enter,
+                env=world.box.environment({}, [], world.log_glob),
+            )
+    except BaseException:
+        listener.close()
+        cage.remove()
+        raise
+    world.mcp_url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+
+    def stop() -> None:
+        listener.close()
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()  # the server's sign to go
+        try:
+            proc.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        finally:
+            cage.kill()
+            cage.remove()
+            proc.wait()
+
+    world.closers.append(stop)

@@ -1,0 +1,81 @@
+"""The reference agent's tools on an MCP server, through the official SDK's client.
+
+``TINY_MCP_URL`` names a Streamable HTTP server; ``TINY_MCP_COMMAND`` (a JSON list) a server to start and
+talk to over stdio. The agent then lists its tools there (``tools/list``) and runs each call there
+(``tools/call``): the effect happens in the server's process, and the agent learns of it only from the
+answer. Which of those tools may be replayed is the host's word (``TINY_MCP_SAFE``, a comma-separated
+list of tool names), never the server's: its hints (``readOnlyHint``, ``idempotentHint``) are text from
+another process (SESSION-CONTRACT: an MCP tool is ``never`` unless trusted host metadata says otherwise).
+
+The SDK is asynchronous and the agent is not: one event loop runs in a thread of its own, holding one
+connection for the agent's whole life, and each call waits for its answer on the agent's thread (where
+an abort, SIGINT, interrupts the wait; the call itself goes on at the server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+CLOSE_WAIT = 5.0  # seconds to close the connection (a stdio server is stopped then) at exit
+
+
+class McpTools:
+    def __init__(self, server: str | list[str], timeout: float) -> None:
+        from mcp import Client, StdioServerParameters
+
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="mcp", daemon=True).start()
+        where = (
+            server
+            if isinstance(server, str)
+            else StdioServerParameters(command=server[0], args=server[1:])
+        )
+        self.client = Client(where, read_timeout_seconds=timeout)
+        self._wait(self.client.__aenter__())
+        atexit.register(self.close)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str], timeout: float) -> McpTools | None:
+        """The server the environment names, connected; None when the agent's tools are its own."""
+        if env.get("TINY_MCP_URL"):
+            return cls(env["TINY_MCP_URL"], timeout)
+        if env.get("TINY_MCP_COMMAND"):
+            command = json.loads(env["TINY_MCP_COMMAND"])
+            if not (isinstance(command, list) and command and all(isinstance(p, str) for p in command)):
+                raise ValueError("TINY_MCP_COMMAND: must be a JSON list of strings, the server's argv")
+            return cls(command, timeout)
+        return None
+
+    def _wait(self, work: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The server's tools: name, description, parameters (its input schema) and its hints."""
+        result = self._wait(self.client.list_tools())
+        return [
+            {
+                "name": tool.name,
+                "description": tool.description or "",
+                "parameters": tool.input_schema,
+                "hints": tool.annotations.model_dump(exclude_none=True) if tool.annotations else {},
+            }
+            for tool in result.tools
+        ]
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """Run the tool at the server: the text it answered, and whether it succeeded."""
+        result = self._wait(self.client.call_tool(name, arguments))
+        text = "".join(getattr(part, "text", "") for part in result.content)
+        return text, not result.is_error
+
+    def close(self) -> None:
+        try:
+            self._wait(self.client.__aexit__(None, None, None), CLOSE_WAIT)
+        except Exception:  # noqa: BLE001 (the process is ending: a connection that will not close is let go)
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
