@@ -48,7 +48,8 @@ def _run(
         scenario = replace(scenario, expect=replace(scenario.expect, plan={"type": "finish"}))
     if expect == "reason:configuration_changed":
         scenario = replace(scenario, expect=replace(scenario.expect, reason="configuration_changed"))
-    spec = REPO / "targets" / "reference.toml" if target == "reference" else TARGETS / f"{target}.toml"
+    bundled = REPO / "targets" / f"{target}.toml"
+    spec = bundled if target.startswith("reference") else TARGETS / f"{target}.toml"
     env = {"TINY_REFERENCE_BUG": bug} if bug else {}
     folder = WORK[0] / f"{name}-{bug}-{target}-{len(list(WORK[0].iterdir()))}"
     timeout = 3.0 if target == "hang-on-resume" else None
@@ -70,6 +71,21 @@ def _crafted(change: Callable[[Evidence], None]) -> list[Check]:
     evidence = replace(evidence, phases=[replace(p) for p in evidence.phases])
     change(evidence)
     return check_all(evidence)
+
+
+@cache
+def _clean_mcp() -> Verdict:
+    return run_case(
+        _scenario("full-workflow"), load_target(REPO / "targets" / "reference-mcp.toml"), {}, WORK[0] / "mcp"
+    )
+
+
+def _answers_rewritten() -> list[Check]:
+    """The agent's log as it is, the server's answers other than those it recorded: a success the server
+    never reported (no bundled agent invents one; the row rewrites what the server said instead)."""
+    evidence = _clean_mcp().evidence
+    ledger = [{**e, "result": "not what the log says"} if e["phase"] == "answer" else e for e in evidence.ledger]
+    return check_all(replace(evidence, ledger=ledger))
 
 
 def _corrupt_prefix(evidence: Evidence) -> None:
@@ -138,6 +154,8 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "same-outcome": lambda t: _store_run("no-final"),
     "inputs-once": lambda t: _store_run("prompt-again", crash="effect-done[effect=deploy]"),
     "resume-adds-nothing": lambda t: _store_run("again-asks"),
+    "mcp-trust": lambda t: _run("full-workflow", "mcp-trusts-hints", target="reference-mcp"),
+    "mcp-answer": lambda t: _answers_rewritten(),
 }
 
 

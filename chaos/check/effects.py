@@ -49,7 +49,7 @@ def without_intent(ev: Evidence) -> tuple[list[tuple[dict[str, Any], Phase | Non
     after_rejection: list[str] = []
     paused = _pending_at_pause(ev) if ev.continued is not None else set()
     for index, entry in enumerate(ev.ledger):
-        if entry["phase"] != "start" or entry.get("pending"):
+        if entry["phase"] not in EFFECT_LINES or entry.get("pending"):
             continue
         if entry.get("rejected") is not None:
             after_rejection.append(f"{entry['effect']} (the log was rejected at line {entry['rejected']})")
@@ -82,18 +82,32 @@ def intent_before_effect(ev: Evidence) -> list[Check]:
     ]
 
 
-def _synced_intents(ev: Evidence) -> list[str] | None:
+EFFECT_LINES = ("start", "call")  # an effect's start (``$CHAOS_EFFECT``), a call at the world's MCP server
+
+
+def _phase_lines(ev: Evidence, phase: Phase) -> list[dict[str, Any]]:
+    """The ledger lines written while ``phase`` ran (until the next phase began)."""
+    later = [p.ledger_before for p in ev.phases if p.ledger_before > phase.ledger_before]
+    return ev.ledger[phase.ledger_before : min(later, default=len(ev.ledger))]
+
+
+def _synced_intents(ev: Evidence) -> tuple[list[str], list[str]] | None:
     """Effects whose intent was written but not synced when they started, in the phases whose syncs the
-    tracer saw (None: no phase was watched that closely, and nothing can be said)."""
+    tracer saw; and the phases where effects were made by a process the tracer did not follow (the world's
+    MCP server over HTTP: its ledger lines are not among the writes seen), whose syncs cannot be judged.
+    None: no phase was watched that closely, and nothing can be said."""
     watched = [p for p in ev.phases if p.synced_at_ledger is not None]
     if not watched:
         return None
-    unsynced = []
+    unsynced, unseen = [], []
     for phase in watched:
-        written = phase.written
-        lines = ev.ledger[phase.ledger_before : phase.ledger_before + len(phase.synced_at_ledger or [])]
-        for entry, durable in zip(lines, phase.synced_at_ledger or [], strict=False):
-            if entry["phase"] != "start" or not entry.get("pending"):
+        written, seen = phase.written, phase.synced_at_ledger or []
+        lines = _phase_lines(ev, phase)
+        if len(lines) > len(seen) and any(e["phase"] in EFFECT_LINES for e in lines[len(seen) :]):
+            unseen.append(phase.name)
+            continue
+        for entry, durable in zip(lines, seen, strict=False):
+            if entry["phase"] not in EFFECT_LINES or not entry.get("pending"):
                 continue
             state = reduced(written[:durable]).state
             op = state.operation if state is not None else None
@@ -102,7 +116,7 @@ def _synced_intents(ev: Evidence) -> list[str] | None:
             )
             if entry["pending"][-1] not in synced:
                 unsynced.append(f"{entry['effect']} in {phase.name}: its toolStarted was written, not synced")
-    return unsynced
+    return unsynced, unseen
 
 
 def _started(ev: Evidence) -> dict[str, dict[str, Any]]:
@@ -117,10 +131,13 @@ def _started(ev: Evidence) -> dict[str, dict[str, Any]]:
 def judge(ev: Evidence) -> list[Check]:
     runs = [e for e in ev.ledger if e["phase"] == "start"]
     started = _started(ev)
-    per_call = Counter(e["pending"][-1] for e in runs if e.get("pending"))
+    # an effect, or a call at the world's MCP server (the server's count, not the agent's belief), per call
+    per_call = Counter(
+        (e["effect"], e["pending"][-1]) for e in ev.ledger if e["phase"] in EFFECT_LINES and e.get("pending")
+    )
     twice = [
-        f"{started[i]['toolName']} {i} ran {n}x"
-        for i, n in per_call.items()
+        f"{effect} for {started[i]['toolName']} {i} ran {n}x"
+        for (effect, i), n in per_call.items()
         if n > 1 and started.get(i, {}).get("replay") == "never"
     ]
     checks = intent_before_effect(ev)
@@ -135,15 +152,21 @@ def judge(ev: Evidence) -> list[Check]:
     )
     synced = _synced_intents(ev)
     if synced is not None:
-        checks.append(
-            Check(
-                "intent-synced",
-                "no effect ran before its toolStarted was synced to disk",
-                not synced,
-                "each effect's intent fsynced first (a power cut keeps only that)",
-                "; ".join(synced) or "ok",
+        unsynced, unseen = synced
+        name = "no effect ran before its toolStarted was synced to disk"
+        if unseen and not unsynced:
+            why = f"the effects of {', '.join(unseen)} were made by a process the tracer does not follow (an MCP server)"
+            checks.append(Check.skip("intent-synced", name, why))
+        else:
+            checks.append(
+                Check(
+                    "intent-synced",
+                    name,
+                    not unsynced,
+                    "each effect's intent fsynced first (a power cut keeps only that)",
+                    "; ".join(unsynced) or "ok",
+                )
             )
-        )
     counts = Counter(e["effect"] for e in runs)
     for name, count in ev.scenario.expect.effects.items():
         checks.append(

@@ -38,7 +38,13 @@ import anyio.to_thread
 from mcp import types
 from mcp.server.lowlevel import Server
 
-from chaos.bundled.targets.reference.tools import DEFINITIONS, ToolFailure, run_tool
+# the workspace tools are the bundled agents' own (mapped into chaos.bundled when installed; mypy checks
+# them as targets.reference)
+from chaos.bundled.targets.reference.tools import (  # type: ignore[import-not-found]
+    DEFINITIONS,
+    ToolFailure,
+    run_tool,
+)
 from chaos.ledger import record
 from chaos.world.ledger import intents
 
@@ -59,6 +65,7 @@ class Tools:
 
     def __init__(self, workspace: Path, ledger: str, gate_dir: str, log_glob: str) -> None:
         self.workspace, self.ledger, self.gate_dir, self.log_glob = workspace, ledger, gate_dir, log_glob
+        self.calls, self.lock = 0, threading.Lock()  # calls run in worker threads, numbered in arrival order
         os.environ.update(
             CHAOS_LEDGER=ledger,
             CHAOS_GATE_DIR=gate_dir,
@@ -81,7 +88,10 @@ class Tools:
         """Run one call in a worker thread; what it returns is what the agent is sent."""
         with contextlib.suppress(OSError):
             os.environ["CHAOS_GATES"] = (Path(self.gate_dir) / ACTIVE).read_text().strip()
-        entry = {"effect": f"mcp:{name}", "arguments": arguments, "pid": os.getpid()}
+        with self.lock:
+            self.calls += 1
+            number = self.calls
+        entry = {"effect": f"mcp:{name}", "arguments": arguments, "pid": os.getpid(), "call": number}
         record(self.ledger, {**entry, "phase": "call", "time": time.time(), **intents(self.log_glob)})
         try:
             text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True

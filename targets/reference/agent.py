@@ -26,9 +26,9 @@ from chaos.contract import SYNTHETIC_CONTENT, SessionState, plan_recovery
 from chaos.contract import facts as F
 from chaos.contract.digest import digest
 
+from .mcp_client import McpTools
 from .provider import PROTOCOLS, ProviderError, complete
 from .session import SessionFile
-from .mcp_client import McpTools
 from .tools import ToolFailure, declarations, run_tool
 
 SYSTEM_PROMPT = "You are a careful coding agent. Work only inside the current workspace."

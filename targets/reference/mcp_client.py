@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import threading
 from collections.abc import Coroutine
@@ -31,9 +32,7 @@ class McpTools:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="mcp", daemon=True).start()
         where = (
-            server
-            if isinstance(server, str)
-            else StdioServerParameters(command=server[0], args=server[1:])
+            server if isinstance(server, str) else StdioServerParameters(command=server[0], args=server[1:])
         )
         self.client = Client(where, read_timeout_seconds=timeout)
         self._wait(self.client.__aenter__())
@@ -74,8 +73,7 @@ class McpTools:
         return text, not result.is_error
 
     def close(self) -> None:
-        try:
+        # the process is ending: a connection that will not close is let go
+        with contextlib.suppress(Exception):
             self._wait(self.client.__aexit__(None, None, None), CLOSE_WAIT)
-        except Exception:  # noqa: BLE001 (the process is ending: a connection that will not close is let go)
-            pass
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -56,7 +56,9 @@ class ToolFailure(Exception):
     """The tool ran (or refused) and the model should see an error result."""
 
 
-def declarations(served: list[dict[str, Any]] | None = None, trust_hints: bool = False) -> list[dict[str, Any]]:
+def declarations(
+    served: list[dict[str, Any]] | None = None, trust_hints: bool = False
+) -> list[dict[str, Any]]:
     """Each tool's model-facing definition, its definitionDigest and replay declaration: the built-in tools,
     or those ``served`` by an MCP server (``mcp_client``), ``never`` unless the host names them safe in
     ``TINY_MCP_SAFE`` (with ``trust_hints``, the mcp-trusts-hints bug: the server's hints are believed)."""

@@ -1,0 +1,116 @@
+"""Tools over MCP: the server's word against the agent's log.
+
+When a target's tools are on the world's MCP server (``mcp`` in its target file), the server writes each
+``tools/call`` to the ledger (``call``, with the intents durable then; ``answer``, with the text it
+returned). ``intent-before-effect`` and ``never-once`` count those calls as effects (``chaos.check.effects``:
+the server's executions, not the agent's beliefs). Here, two promises only an MCP agent makes:
+
+- *trust*: an MCP tool is replayed only where the host says it may be (the target's ``mcp_trusted``, or a
+  tool the scenario's configuration declares safe), never because the server hints it is read-only or
+  idempotent: a hint is text from another process;
+- *answers*: a success the log records for a call is an answer the server gave that call (its text, or a
+  cut of it): never a success the server did not report. An error result is the agent's own to give (it
+  may give up on a call whose answer is late, not knowing whether it ran), and so is a synthetic one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from chaos.check.base import Check
+from chaos.contract.reading import facts
+from chaos.cycle.evidence import Evidence
+
+NEEDS = "log"
+CATALOG = {
+    "mcp-trust": "an MCP tool was declared safe to replay only where the host trusts it",
+    "mcp-answer": "each success the log records for an MCP call is an answer the server gave it",
+}
+
+
+def _final(ev: Evidence) -> bytes:
+    return ev.resumes[-1].log_after if ev.resumes else ev.prefix
+
+
+def _trusted(ev: Evidence) -> set[str]:
+    scenario = ev.scenario
+    configurations = (scenario.start, scenario.start.then(scenario.change))
+    return set(ev.target.mcp_trusted) | {
+        name
+        for config in configurations
+        for name, values in config.tools.items()
+        if values.get("replay") == "safe"
+    }
+
+
+def _trust(ev: Evidence) -> Check:
+    trusted = _trusted(ev)
+    wrong = sorted(
+        {
+            f"{f['record']['toolName']} ({f['record'].get('replayKey', '?')})"
+            for f in facts(_final(ev))
+            if f["kind"] == "record"
+            and f["record"]["type"] == "toolStarted"
+            and f["record"].get("replay") == "safe"
+            and f["record"]["toolName"] not in trusted
+        }
+    )
+    return Check(
+        "mcp-trust",
+        "MCP tools were declared safe to replay only where the host trusts them",
+        not wrong,
+        f"safe only: {', '.join(sorted(trusted)) or 'none'} (the host's word, not the server's hints)",
+        f"declared safe: {', '.join(wrong)}" if wrong else "ok",
+    )
+
+
+def _answers(ev: Evidence) -> dict[str, list[dict[str, Any]]]:
+    """The server's answers per toolStartedId (the intent pending latest when the call arrived)."""
+    calls: dict[tuple[int, int], str] = {}
+    answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in ev.ledger:
+        key = (entry.get("pid", 0), entry.get("call", 0))
+        if entry["phase"] == "call" and entry.get("pending"):
+            calls[key] = entry["pending"][-1]
+            answers.setdefault(calls[key], [])
+        elif entry["phase"] == "answer" and key in calls:
+            answers[calls[key]].append(entry)
+    return answers
+
+
+def _answer(ev: Evidence) -> Check:
+    answers = _answers(ev)
+    wrong = []
+    for f in facts(_final(ev)):
+        body = f.get("entry", {}) if f["kind"] == "entry" else {}
+        started = body.get("toolStartedId")
+        kind = body.get("result", {}).get("type")
+        if started not in answers or kind not in ("success", "error"):
+            continue
+        content = body["message"]["content"]
+        given = answers[started]
+        if not any(
+            a["result"].startswith(content)
+            and a["ok"] == (kind == "success")
+            and (content or not a["result"])
+            for a in given
+        ):
+            said = "; ".join(f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r}" for a in given)
+            wrong.append(
+                f"{body.get('toolName', '?')} {started}: log {kind} {content[:60]!r}, server "
+                + (said or "never answered")
+            )
+    return Check(
+        "mcp-answer",
+        "each success the log records for an MCP call is an answer the server gave it",
+        not wrong,
+        "each success the server's answer (or a cut of it)",
+        "; ".join(wrong) or "ok",
+    )
+
+
+def judge(ev: Evidence) -> list[Check]:
+    if ev.target.mcp is None:
+        return []
+    return [_trust(ev), _answer(ev)]

@@ -1,0 +1,91 @@
+"""Tools over MCP: the world serves the workspace tools (Streamable HTTP and stdio, the official SDK), the
+reference agent takes its tools there, kills land while a call runs at the server, and nothing outlives
+a case. Real servers on 127.0.0.1, real agent processes, real SIGKILLs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos import api
+from chaos.case.run import run_case
+from chaos.errors import SpecError
+from chaos.scenario import load_scenario, load_target
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # starts agent and server processes
+
+TRANSPORTS = {"http": "reference-mcp", "stdio": "reference-mcp-stdio"}
+
+
+def _target(transport: str):  # type: ignore[no-untyped-def]
+    return load_target(REPO / "targets" / f"{TRANSPORTS[transport]}.toml")
+
+
+def _servers() -> list[psutil.Process]:
+    """The MCP servers this test process started, directly or through an agent."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chaos.world.mcp_server" in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_a_kill_after_the_effect_ran_at_the_server_is_recovered_once(transport: str, tmp_path: Path) -> None:
+    """Killed once the deploy ran, before the agent had the answer: the resume writes interrupted and never
+    calls again. Over HTTP the server outlives the agent and completes the call; over stdio it dies with it."""
+    scenario = load_scenario(REPO / "scenarios" / "deploy-done-result-lost.toml")
+    verdict = run_case(scenario, _target(transport), {}, tmp_path / "case")
+    assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
+    ev = verdict.evidence
+    assert ev.start.killed and ev.start.exact
+    calls = [e for e in ev.ledger if e["effect"] == "mcp:bash"]
+    assert [e["phase"] for e in calls] == (["call", "answer"] if transport == "http" else ["call"])
+    assert calls[0]["pending"], "the call reached the server with its intent durable"
+    assert [e["effect"] for e in ev.ledger if e["phase"] == "start"] == ["deploy"]
+    judged = {c.id for c in verdict.checks if c.judged}
+    assert {"mcp-trust", "mcp-answer", "never-once", "intent-before-effect"} <= judged
+    assert not _servers(), "no MCP server outlives its case"
+
+
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_a_sweep_with_mcp_tools_is_clean_with_exact_kills(transport: str, tmp_path: Path) -> None:
+    names = ["deploy-intent-durable", "deploy-done-result-lost", "full-workflow", "section8-read-replay"]
+    result = api.sweep(
+        [REPO / "scenarios" / f"{name}.toml" for name in names],
+        target=str(REPO / "targets" / f"{TRANSPORTS[transport]}.toml"),
+        results=tmp_path,
+        jobs=2,
+        faults=("kill",),
+    )
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert result.summary.ok, [g.label for g in result.summary.groups]
+    assert len(result.summary.results) >= 20
+    assert summary["exact"] == summary["reached"] > 15
+
+
+def test_trusting_the_servers_hints_is_one_distinct_failure(tmp_path: Path) -> None:
+    """The mcp-trusts-hints bug declares ``write`` safe because the server hints it is idempotent."""
+    result = api.sweep(
+        [REPO / "scenarios" / "full-workflow.toml"],
+        target=str(REPO / "targets" / "reference-mcp.toml"),
+        results=tmp_path,
+        jobs=2,
+        faults=("kill",),
+        target_env={"TINY_REFERENCE_BUG": "mcp-trusts-hints"},
+    )
+    assert [g.check for g in result.summary.groups] == ["mcp-trust"]
+
+
+def test_an_mcp_placeholder_needs_its_transport(tmp_path: Path) -> None:
+    spec = (REPO / "targets" / "reference-mcp.toml").read_text().replace('mcp = "http"\n', "")
+    (tmp_path / "t.toml").write_text(spec)
+    with pytest.raises(SpecError, match=r"unknown placeholder \{mcp_url\}"):
+        load_target(tmp_path / "t.toml")
