@@ -84,7 +84,9 @@ def _answers_rewritten() -> list[Check]:
     """The agent's log as it is, the server's answers other than those it recorded: a success the server
     never reported (no bundled agent invents one; the row rewrites what the server said instead)."""
     evidence = _clean_mcp().evidence
-    ledger = [{**e, "result": "not what the log says"} if e["phase"] == "answer" else e for e in evidence.ledger]
+    ledger = [
+        {**e, "result": "not what the log says"} if e["phase"] == "answer" else e for e in evidence.ledger
+    ]
     return check_all(replace(evidence, ledger=ledger))
 
 

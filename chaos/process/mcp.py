@@ -11,10 +11,12 @@ cage), and it ends by itself if chaos dies first (its standard input closes).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import socket
 import subprocess
 import sys
 
+from chaos.errors import TargetUnusable
 from chaos.process.contain import Cage
 from chaos.world.world import World
 
@@ -24,6 +26,14 @@ STOP_WAIT = 5.0  # seconds a server has to end once asked
 def serve_tools(world: World) -> None:
     """Start the world's MCP server where its target takes its tools over HTTP (stdio servers are the
     agent's to start, from ``{mcp_command}``)."""
+    if world.target.mcp is None:
+        return
+    missing = [name for name in ("mcp", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TargetUnusable(
+            f"{world.target.path}: mcp = {world.target.mcp!r}: the world serves its tools with the MCP SDK, "
+            f"and {', '.join(missing)} is not installed here; install it with: pip install 'chaos[mcp]'"
+        )
     if world.target.mcp != "http":
         return
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
