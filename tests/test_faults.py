@@ -37,6 +37,7 @@ TABLE = {
     "hang": ("provider-hang", "client-retries", "requests-attempted"),
     "invalid-json": ("provider-invalid-json", "client-retries", "requests-attempted"),
     "trickle": ("provider-trickle", "client-retries", "requests-attempted"),
+    "mcp-restart": ("mcp-server-restart", "mcp-call-again", "never-once"),
 }
 SCENARIOS = REPO / "scenarios"
 
@@ -60,7 +61,7 @@ def test_every_registered_fault_has_a_row_a_scenario_a_spelling_and_a_readme_row
 def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_path: Path) -> None:
     scenario_name, bug, check = TABLE[name]
     scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
-    target = load_target(REPO / "targets" / "reference.toml")
+    target = load_target(REPO / "targets" / f"{scenario.target}.toml")  # reference, or reference-mcp
     fine = run_case(scenario, target, {}, tmp_path / "fine")
     assert fine.ok, [c.text() for c in fine.failed]
     broken = run_case(scenario, target, {"TINY_REFERENCE_BUG": bug}, tmp_path / "broken")
@@ -69,7 +70,7 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
 
 @needs_ptrace
 @needs_node
-@pytest.mark.parametrize("name", list(TABLE))
+@pytest.mark.parametrize("name", [name for name in TABLE if "mcp-server" not in FAULTS[name].needs])
 def test_the_node_agent_passes_every_fault(name: str, tmp_path: Path) -> None:
     scenario = load_scenario(SCENARIOS / f"{TABLE[name][0]}.toml")
     verdict = run_case(scenario, load_target(REPO / "targets" / "node-reference.toml"), {}, tmp_path)

@@ -86,16 +86,11 @@ def _answer(ev: Evidence) -> Check:
         body = f.get("entry", {}) if f["kind"] == "entry" else {}
         started = body.get("toolStartedId")
         kind = body.get("result", {}).get("type")
-        if started not in answers or kind not in ("success", "error"):
-            continue
+        if started not in answers or kind != "success":
+            continue  # an error or a synthetic result is the agent's own to give
         content = body["message"]["content"]
         given = answers[started]
-        if not any(
-            a["result"].startswith(content)
-            and a["ok"] == (kind == "success")
-            and (content or not a["result"])
-            for a in given
-        ):
+        if not any(a["ok"] and a["result"].startswith(content) for a in given):
             said = "; ".join(f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r}" for a in given)
             wrong.append(
                 f"{body.get('toolName', '?')} {started}: log {kind} {content[:60]!r}, server "

@@ -53,6 +53,9 @@ class Stop(Protocol):
     def go_on(self) -> None:
         """No stop: the fault is the world's (the model server's answer, a failing disk)."""
 
+    def restart_tools(self) -> None:
+        """No stop: the world's MCP server restarts, losing the call it holds; the process goes on."""
+
 
 @dataclass(frozen=True)
 class Misbehaviour:

@@ -36,39 +36,70 @@ def serve_tools(world: World) -> None:
         )
     if world.target.mcp != "http":
         return
-    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-    cage = Cage()
-    argv = [sys.executable, "-m", "chaos.world.mcp_server", "--http-fd", str(listener.fileno())]
-    try:
-        with (world.box.home / "mcp-server.stderr").open("wb") as err:
-            proc = subprocess.Popen(
-                [*argv, *world.mcp_server_args()],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                pass_fds=[listener.fileno()],
-                start_new_session=True,
-                preexec_fn=cage.enter,
-                env=world.box.environment({}, [], world.log_glob),
-            )
-    except BaseException:
-        listener.close()
-        cage.remove()
-        raise
-    world.mcp_url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    served = Served(world, socket.create_server(("127.0.0.1", 0), backlog=64))
+    world.mcp_url = f"http://127.0.0.1:{served.listener.getsockname()[1]}/mcp"
+    world.closers.append(served.close)
+    world.restart_tools = served.restart
 
-    def stop() -> None:
-        listener.close()
+
+class Served:
+    """The server process of one world, on the socket chaos holds for the whole case."""
+
+    def __init__(self, world: World, listener: socket.socket) -> None:
+        self.world, self.listener = world, listener
+        try:
+            self._start()
+        except BaseException:
+            listener.close()
+            raise
+
+    def _start(self) -> None:
+        world, fd = self.world, self.listener.fileno()
+        self.cage = Cage()
+        argv = [
+            sys.executable,
+            "-m",
+            "chaos.world.mcp_server",
+            "--http-fd",
+            str(fd),
+            *world.mcp_server_args(),
+        ]
+        try:
+            with (world.box.home / "mcp-server.stderr").open("ab") as err:
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    pass_fds=[fd],
+                    start_new_session=True,
+                    preexec_fn=self.cage.enter,
+                    env=world.box.environment({}, [], world.log_glob),
+                )
+        except BaseException:
+            self.cage.remove()
+            raise
+
+    def _stop(self, wait: float) -> None:
+        proc = self.proc
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
             proc.stdin.close()  # the server's sign to go
         try:
-            proc.wait(STOP_WAIT)
+            proc.wait(wait)
         except subprocess.TimeoutExpired:
             proc.kill()
         finally:
-            cage.kill()
-            cage.remove()
+            self.cage.kill()
+            self.cage.remove()
             proc.wait()
 
-    world.closers.append(stop)
+    def restart(self) -> None:
+        """The mcp-restart fault: the server dies at once, with what it was running (an answer it had not
+        sent is lost, and every session with it), and a new one takes the same socket."""
+        self._stop(0)
+        self._start()
+
+    def close(self) -> None:
+        self.listener.close()
+        self._stop(STOP_WAIT)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chaos.errors import UsageError
 from chaos.fault import FAULTS
 from chaos.fault.base import FailingCalls
 from chaos.ledger import entries as read_ledger
@@ -198,6 +199,14 @@ class Stopper:
 
     def go_on(self) -> None:
         """The process goes on: the world's fault (armed before the phase) does the rest."""
+
+    def restart_tools(self) -> None:
+        """The world's MCP server restarts (it was holding the call at its gate); the process goes on."""
+        assert self.trigger is not None
+        restart = self.trigger.world.restart_tools
+        if restart is None:
+            raise UsageError('mcp-restart: this world serves no MCP server over HTTP (mcp = "http")')
+        restart()
 
     def hold(self, pid: int) -> float:
         """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""

@@ -63,6 +63,7 @@ class Capabilities:
     abort: str | None = None  # the signal the agent turns into abortRequested (SIGINT), or None
     streaming: bool = False  # it streams model answers (model-stream boundaries need it)
     compaction: bool = False  # it has a compact command
+    mcp: str | None = None  # how the world serves its tools over MCP (the target's ``mcp``), or None
 
     def lacks(self, need: str, tools: list[str]) -> str | None:
         """Why a case that needs ``need`` cannot run against this target, or None when it can."""
@@ -72,6 +73,8 @@ class Capabilities:
             return "a streamed model answer (the target declares no [capabilities] streaming = true)"
         if need == "compaction" and not self.compaction:
             return "a compaction (the target has no compact command)"
+        if need == "mcp-server" and self.mcp != "http":
+            return 'an MCP server the world runs and can restart (the target declares no mcp = "http")'
         if need.startswith("tool:") and need[5:] not in tools:
             return f"the tool {need[5:]!r} (the target declares {', '.join(tools) or 'no tools'})"
         return None
@@ -266,6 +269,7 @@ def load_target(path: Path) -> Target:
         abort=None if abort == "none" else abort,
         streaming=able.take("streaming", bool, False),
         compaction=compact is not None,
+        mcp=mcp,
     )
     able.done(GUIDE)
     takes_deadline = _takes_deadline(start, resume, compact, env)

@@ -49,6 +49,7 @@ class World:
     # started (``chaos.process.mcp``; "" otherwise), and what stops that server when the world closes
     mcp_url: str = ""
     closers: list[Callable[[], None]] = field(default_factory=list)
+    restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
 
     @property
     def log_glob(self) -> str:

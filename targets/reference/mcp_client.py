@@ -26,28 +26,36 @@ CLOSE_WAIT = 5.0  # seconds to close the connection (a stdio server is stopped t
 
 
 class McpTools:
-    def __init__(self, server: str | list[str], timeout: float) -> None:
-        from mcp import Client, StdioServerParameters
+    def __init__(self, server: str | list[str], timeout: float, call_again: bool = False) -> None:
+        from mcp import StdioServerParameters
 
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="mcp", daemon=True).start()
-        where = (
+        self.where: Any = (
             server if isinstance(server, str) else StdioServerParameters(command=server[0], args=server[1:])
         )
-        self.client = Client(where, read_timeout_seconds=timeout)
-        self._wait(self.client.__aenter__())
+        self.timeout, self.call_again = timeout, call_again
+        self._connect()
         atexit.register(self.close)
 
+    def _connect(self) -> None:
+        from mcp import Client
+
+        self.client = Client(self.where, read_timeout_seconds=self.timeout)
+        self._wait(self.client.__aenter__())
+        self.lost = False
+
     @classmethod
-    def from_env(cls, env: dict[str, str], timeout: float) -> McpTools | None:
-        """The server the environment names, connected; None when the agent's tools are its own."""
+    def from_env(cls, env: dict[str, str], timeout: float, call_again: bool = False) -> McpTools | None:
+        """The server the environment names, connected; None when the agent's tools are its own.
+        ``call_again``: the mcp-call-again bug (a call whose answer was lost is made once more)."""
         if env.get("TINY_MCP_URL"):
-            return cls(env["TINY_MCP_URL"], timeout)
+            return cls(env["TINY_MCP_URL"], timeout, call_again)
         if env.get("TINY_MCP_COMMAND"):
             command = json.loads(env["TINY_MCP_COMMAND"])
             if not (isinstance(command, list) and command and all(isinstance(p, str) for p in command)):
                 raise ValueError("TINY_MCP_COMMAND: must be a JSON list of strings, the server's argv")
-            return cls(command, timeout)
+            return cls(command, timeout, call_again)
         return None
 
     def _wait(self, work: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
@@ -67,10 +75,29 @@ class McpTools:
         ]
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run the tool at the server: the text it answered, and whether it succeeded."""
-        result = self._wait(self.client.call_tool(name, arguments))
+        """Run the tool at the server: the text it answered, and whether it succeeded. An answer lost on
+        the way (the connection or the session gone) is an error result: the call may have run there, and
+        is not made again (the next call reconnects)."""
+        if self.lost:
+            self._reconnect()
+        try:
+            result = self._wait(self.client.call_tool(name, arguments))
+        except Exception as err:  # the transport's or the protocol's: the answer is lost, not the agent
+            self.lost = True
+            if self.call_again:  # the bug: as if a lost answer meant the call never ran
+                self._reconnect()
+                return self.call(name, arguments)
+            return (
+                f"the MCP server's answer was lost ({type(err).__name__}: {err}); the call may have run",
+                False,
+            )
         text = "".join(getattr(part, "text", "") for part in result.content)
         return text, not result.is_error
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self._wait(self.client.__aexit__(None, None, None), CLOSE_WAIT)
+        self._connect()
 
     def close(self) -> None:
         # the process is ending: a connection that will not close is let go
