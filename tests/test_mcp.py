@@ -12,11 +12,13 @@ import pytest
 
 from chaos import api
 from chaos.case.run import run_case
-from chaos.errors import SpecError
+from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
 from tests.conftest import REPO
+from tests.test_frameworks import _needs, agents_sdk
 
-pytestmark = pytest.mark.slow  # starts agent and server processes
+# starts agent and server processes; the SDK is the mcp extra (CHAOS_REQUIRE_FRAMEWORKS=1: it must be here)
+pytestmark = [pytest.mark.slow, _needs("mcp", "uvicorn")]
 
 TRANSPORTS = {"http": "reference-mcp", "stdio": "reference-mcp-stdio"}
 
@@ -89,3 +91,31 @@ def test_an_mcp_placeholder_needs_its_transport(tmp_path: Path) -> None:
     (tmp_path / "t.toml").write_text(spec)
     with pytest.raises(SpecError, match=r"unknown placeholder \{mcp_url\}"):
         load_target(tmp_path / "t.toml")
+
+
+def test_a_restart_of_the_server_needs_a_server_the_world_runs(tmp_path: Path) -> None:
+    """mcp-restart restarts the world's HTTP server; over stdio the server is the agent's own child, so the
+    case is skipped with its reason, never run as something else."""
+    scenario = load_scenario(REPO / "scenarios" / "mcp-server-restart.toml")
+    with pytest.raises(Skipped, match='declares no mcp = "http"'):
+        run_case(scenario, _target("stdio"), {}, tmp_path / "case")
+
+
+@agents_sdk
+def test_a_framework_agent_with_mcp_tools_repeats_a_deploy_killed_at_the_server(tmp_path: Path) -> None:
+    """The Agents SDK agent whose tools are the world's MCP server (``MCPServerStreamableHttp``), swept with
+    kills: the SDK saves a turn's items after its tools ran, so an agent killed while the server ran the
+    deploy (or had just run it) has no call in its session, the model is asked anew and the deploy runs
+    again. One distinct failure, those two cases, every kill exact; every other boundary is clean."""
+    result = api.sweep(
+        [REPO / "scenarios" / "frameworks" / "deploy-over-mcp.toml"],
+        results=tmp_path,
+        jobs=2,
+        faults=("kill",),
+    )
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [g.check for g in result.summary.groups] == ["effects-as-declared"]
+    journal = [json.loads(line) for line in (tmp_path / "sweep.jsonl").read_text().splitlines()]
+    failing = sorted(case["case"].split(" @ ")[1] for case in journal if not case["ok"])
+    assert failing == ["effect-done[effect=deploy]#1", "effect-running[effect=deploy]#1"]
+    assert summary["exact"] == summary["reached"] > 5

@@ -31,7 +31,10 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                     )
                 )
     if not seen and evidence.effects():
-        raise NotJudged("no effect carried its call id, or the tracer did not run (exact kills unavailable)")
+        raise NotJudged(
+            "no effect carried its call id (an effect made at an MCP server carries none, and the tracer does "
+            "not see the server's writes), or the tracer did not run (exact kills unavailable)"
+        )
     return problems
 
 

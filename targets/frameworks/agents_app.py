@@ -1,12 +1,15 @@
-"""The bundled OpenAI Agents SDK apps: one agent with one non-idempotent tool, ``deploy``, and the same
-agent whose tool needs a person's approval. The only chaos-specific line is the tool's call of
-``chaos.ledger.effect``, which records the real effect and its call id."""
+"""The bundled OpenAI Agents SDK apps: one agent with one non-idempotent tool, ``deploy``, the same
+agent whose tool needs a person's approval, and an agent whose tools are on an MCP server (the SDK's
+``MCPServerStreamableHttp``, at ``CHAOS_MCP_URL``: the world's server of the workspace tools). The only
+chaos-specific line is the tool's call of ``chaos.ledger.effect``, which records the real effect and its
+call id (an MCP tool's effect is recorded where it runs, at the server)."""
 
 from __future__ import annotations
 
 import os
 
 from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+from agents.mcp import MCPServerStreamableHttp
 from agents.tool_context import ToolContext
 from openai import AsyncOpenAI
 
@@ -21,18 +24,27 @@ def _deploy(ctx: ToolContext[object], service: str) -> str:
     return f"deployed {service}"
 
 
-def _agent(approval: bool) -> Agent[object]:
+def _model() -> OpenAIChatCompletionsModel:
     client = AsyncOpenAI(
         base_url=os.environ["OPENAI_BASE_URL"],
         api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
         max_retries=0,
     )
-    model = OpenAIChatCompletionsModel(
-        model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client
-    )
+    return OpenAIChatCompletionsModel(model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client)
+
+
+def _agent(approval: bool) -> Agent[object]:
     tool = function_tool(_deploy, name_override="deploy", needs_approval=approval)
-    return Agent(name="deployer", instructions="Deploy what you are asked to.", tools=[tool], model=model)
+    return Agent(name="deployer", instructions="Deploy what you are asked to.", tools=[tool], model=_model())
+
+
+def _mcp_agent() -> Agent[object]:
+    """Its tools on an MCP server: the driver connects the agent's servers before it runs."""
+    url = os.environ.get("CHAOS_MCP_URL", "")
+    server = MCPServerStreamableHttp({"url": url}, name="workspace", client_session_timeout_seconds=20)
+    return Agent(name="operator", instructions="Use the workspace tools.", mcp_servers=[server], model=_model())
 
 
 agent = _agent(approval=False)
 approval_agent = _agent(approval=True)
+mcp_agent = _mcp_agent()

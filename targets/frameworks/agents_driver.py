@@ -3,7 +3,8 @@
     python -m chaos.bundled.targets.frameworks.agents_driver --db agent.db --session S "PROMPT"
     python -m chaos.bundled.targets.frameworks.agents_driver --db agent.db --session S --resume
 
-``--app module:attr`` names the agent (an ``Agent``). A run that stops for an
+``--app module:attr`` names the agent (an ``Agent``); its MCP servers, if it has any, are connected
+for the run. A run that stops for an
 approval is saved as a ``RunState`` beside the database (``DB.run-state.json``)
 and approved at once, as a person would; a resume picks that saved state up
 again when there is one, else it runs the agent on the session's items with no
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,13 @@ def _finished(items: list[Any]) -> bool:
 
 async def _run(args: argparse.Namespace) -> int:
     agent = load(args.app, args.db)
+    async with contextlib.AsyncExitStack() as servers:  # an agent's MCP servers, connected while it runs
+        for server in agent.mcp_servers:
+            await servers.enter_async_context(server)
+        return await _drive(agent, args)
+
+
+async def _drive(agent: Any, args: argparse.Namespace) -> int:
     session = SQLiteSession(args.session, args.db)
     saved = Path(f"{args.db}.run-state.json")
     if args.resume and saved.exists():
