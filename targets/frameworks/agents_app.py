@@ -30,7 +30,9 @@ def _model() -> OpenAIChatCompletionsModel:
         api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
         max_retries=0,
     )
-    return OpenAIChatCompletionsModel(model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client)
+    return OpenAIChatCompletionsModel(
+        model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client
+    )
 
 
 def _agent(approval: bool) -> Agent[object]:
@@ -42,7 +44,9 @@ def _mcp_agent() -> Agent[object]:
     """Its tools on an MCP server: the driver connects the agent's servers before it runs."""
     url = os.environ.get("CHAOS_MCP_URL", "")
     server = MCPServerStreamableHttp({"url": url}, name="workspace", client_session_timeout_seconds=20)
-    return Agent(name="operator", instructions="Use the workspace tools.", mcp_servers=[server], model=_model())
+    return Agent(
+        name="operator", instructions="Use the workspace tools.", mcp_servers=[server], model=_model()
+    )
 
 
 agent = _agent(approval=False)
