@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from chaos.bundled import frameworks_folder
+from chaos.bundled import frameworks_folder, targets_folder
 from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
@@ -24,7 +24,7 @@ from chaos.process.contain import run_caged
 from chaos.process.mcp import serve_tools
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
-from chaos.scenario.target import Target
+from chaos.scenario.target import Target, load_target
 from chaos.world.world import World, build_world
 
 _ROOT, _URL = "\u241fchaos-sandbox\u241f", "\u241fchaos-model-url\u241f"
@@ -118,12 +118,20 @@ def _derived(world: World, config: Configuration, log: bytes) -> dict[str, Any]:
     }
 
 
+def _over_mcp(name: str) -> bool:
+    """The bundled target ``name`` takes its tools from the world's MCP server."""
+    path = targets_folder() / f"{name}.toml"
+    return path.is_file() and load_target(path).mcp is not None
+
+
 def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
     """The target's declared tools, as its configuration says. A framework agent's tools are its code:
-    unless it declares some, those the bundled framework worlds call (``deploy``)."""
+    unless it declares some, those the bundled framework worlds of its kind call (``deploy``; ``bash``
+    for one whose tools are on the world's MCP server)."""
     if target.own_tools and not target.tools:
-        worlds = scenario_files([target.default_scenarios or frameworks_folder()])
-        return sorted({c["name"] for path in worlds for t in load_scenario(path).turns for c in t.tool_calls})
+        worlds = [load_scenario(p) for p in scenario_files([target.default_scenarios or frameworks_folder()])]
+        alike = [w for w in worlds if _over_mcp(w.target) == (target.mcp is not None)]
+        return sorted({c["name"] for world in alike for t in world.turns for c in t.tool_calls})
     if target.configuration_command is None:
         return [t.name for t in target.tools]
     return [t["name"] for t in target_current(target, extra_env)["tools"]]
