@@ -10,6 +10,7 @@ declarations). A Go or TypeScript agent is driven by writing one of these.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import string
 import sys
 from collections.abc import Callable
@@ -127,10 +128,13 @@ class Target:
     request_deadline: float | None = None  # the agent's own deadline for one model answer, in seconds
     takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
     warm: bool = True  # a sweep may start its Python processes warm (chaos.case.starts); false: always cold
-    # its tools are on an MCP server the world serves (chaos.world.mcp_server): "http" ({mcp_url}) or
-    # "stdio" ({mcp_command}); None: its tools are its own
-    mcp: str | None = None
     mcp_trusted: tuple[str, ...] = ()  # the MCP tools the host (not the server) declares safe to replay
+
+    @property
+    def mcp(self) -> str | None:
+        """How its tools are on an MCP server the world serves (chaos.world.mcp_server): "http"
+        ({mcp_url}) or "stdio" ({mcp_command}); None: its tools are its own."""
+        return self.capabilities.mcp
 
     def deadline(self, withheld: bool) -> float | None:
         """The agent's deadline for one model answer in a case: short where the case's fault withholds an
@@ -294,7 +298,6 @@ def load_target(path: Path) -> Target:
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
         warm=top.take("warm", bool, True),
-        mcp=mcp,
         mcp_trusted=tuple(top.strings("mcp_trusted", [])),
     )
     top.take("description", str, "")
@@ -384,6 +387,8 @@ def placeholders(target: Target, workspace: Path, **values: str) -> dict[str, An
 def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) -> str | None:
     """Why ``scenario`` as it stands cannot run against ``target`` (a capability it needs and the target
     lacks), or None when it can. ``tools`` gives the target's declared tools, asked only when needed."""
+    if target.mcp is not None and importlib.util.find_spec("mcp") is None:
+        return f"{scenario.name} needs the MCP SDK for {target.name}'s tools (pip install 'chaos[mcp]')"
     for need in scenario.needs():
         if need.startswith("tool:") and target.own_tools:
             continue  # a framework agent's tools are its own code, not declared in its target file
