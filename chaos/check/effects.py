@@ -119,26 +119,26 @@ def _synced_intents(ev: Evidence) -> tuple[list[str], list[str]] | None:
     return unsynced, unseen
 
 
-def _started(ev: Evidence) -> dict[str, dict[str, Any]]:
-    last = ev.resumes[-1].log_after if ev.resumes else ev.prefix
+def started(ev: Evidence) -> dict[str, dict[str, Any]]:
+    """The toolStarted records of the last log, by id."""
     return {
         f["id"]: f["record"]
-        for f in facts(last)
+        for f in facts(ev.last_log)
         if f["kind"] == "record" and f["record"]["type"] == "toolStarted"
     }
 
 
 def judge(ev: Evidence) -> list[Check]:
     runs = [e for e in ev.ledger if e["phase"] == "start"]
-    started = _started(ev)
+    starts = started(ev)
     # an effect, or a call at the world's MCP server (the server's count, not the agent's belief), per call
     per_call = Counter(
         (e["effect"], e["pending"][-1]) for e in ev.ledger if e["phase"] in EFFECT_LINES and e.get("pending")
     )
     twice = [
-        f"{effect} for {started[i]['toolName']} {i} ran {n}x"
+        f"{effect} for {starts[i]['toolName']} {i} ran {n}x"
         for (effect, i), n in per_call.items()
-        if n > 1 and started.get(i, {}).get("replay") == "never"
+        if n > 1 and starts.get(i, {}).get("replay") == "never"
     ]
     checks = intent_before_effect(ev)
     checks.append(

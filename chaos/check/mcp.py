@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any
 
 from chaos.check.base import Check
+from chaos.check.effects import started
 from chaos.contract.reading import facts
 from chaos.cycle.evidence import Evidence
 
@@ -27,10 +28,6 @@ CATALOG = {
     "mcp-trust": "an MCP tool was declared safe to replay only where the host trusts it",
     "mcp-answer": "each success the log records for an MCP call is an answer the server gave it",
 }
-
-
-def _final(ev: Evidence) -> bytes:
-    return ev.resumes[-1].log_after if ev.resumes else ev.prefix
 
 
 def _trusted(ev: Evidence) -> set[str]:
@@ -48,12 +45,9 @@ def _trust(ev: Evidence) -> Check:
     trusted = _trusted(ev)
     wrong = sorted(
         {
-            f"{f['record']['toolName']} ({f['record'].get('replayKey', '?')})"
-            for f in facts(_final(ev))
-            if f["kind"] == "record"
-            and f["record"]["type"] == "toolStarted"
-            and f["record"].get("replay") == "safe"
-            and f["record"]["toolName"] not in trusted
+            f"{record['toolName']} ({record.get('replayKey', '?')})"
+            for record in started(ev).values()
+            if record.get("replay") == "safe" and record["toolName"] not in trusted
         }
     )
     return Check(
@@ -82,7 +76,7 @@ def _answers(ev: Evidence) -> dict[str, list[dict[str, Any]]]:
 def _answer(ev: Evidence) -> Check:
     answers = _answers(ev)
     wrong = []
-    for f in facts(_final(ev)):
+    for f in facts(ev.last_log):
         body = f.get("entry", {}) if f["kind"] == "entry" else {}
         started = body.get("toolStartedId")
         kind = body.get("result", {}).get("type")

@@ -80,7 +80,7 @@ def requests_attempted(ev: Evidence) -> Check:
 
 def usage_billed(ev: Evidence) -> Check:
     name = "recorded usage matches what the provider billed, attempt by attempt"
-    last = ev.resumes[-1].log_after if ev.resumes else ev.prefix  # (read up to a rejected line: it
+    last = ev.last_log  # (read up to a rejected line: it
     # can only record less than was billed, which is no failure)
     zero = (0,) * len(USAGE_KEYS)
     billed: dict[str, tuple[int, ...]] = {}

@@ -122,6 +122,11 @@ class Evidence:
         return self.start.log_after
 
     @property
+    def last_log(self) -> bytes:
+        """The log as the last phase left it (the rerun of the finished session included)."""
+        return self.resumes[-1].log_after if self.resumes else self.prefix
+
+    @property
     def final(self) -> bytes:
         """The log after the last recovery (the crash prefix when nothing recovered)."""
         recoveries = [p for p in self.resumes if p.kind is not PhaseKind.AGAIN]
