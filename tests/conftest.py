@@ -19,6 +19,8 @@ import pytest
 import tests.store_adapter  # noqa: F401 (registers the test's own store adapter, test-jsonl)
 
 REPO = Path(__file__).resolve().parent.parent
+# the shipped scenarios whose fault needs tools on the world's MCP server (skipped by a target with none)
+MCP_ONLY = ["mcp-cut-answer", "mcp-error-answer", "mcp-server-restart", "mcp-session-lost"]
 ENV = "CHAOS_CONFORMANCE_DIR"
 
 

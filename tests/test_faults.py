@@ -38,6 +38,9 @@ TABLE = {
     "invalid-json": ("provider-invalid-json", "client-retries", "requests-attempted"),
     "trickle": ("provider-trickle", "client-retries", "requests-attempted"),
     "mcp-restart": ("mcp-server-restart", "mcp-call-again", "never-once"),
+    "mcp-session-lost": ("mcp-session-lost", "mcp-call-again", "never-once"),
+    "mcp-cut-answer": ("mcp-cut-answer", "mcp-cut-call-again", "never-once"),
+    "mcp-error": ("mcp-error-answer", "mcp-error-call-again", "never-once"),
 }
 SCENARIOS = REPO / "scenarios"
 
@@ -70,7 +73,9 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
 
 @needs_ptrace
 @needs_node
-@pytest.mark.parametrize("name", [name for name in TABLE if "mcp-server" not in FAULTS[name].needs])
+@pytest.mark.parametrize(
+    "name", [name for name in TABLE if not any(n.startswith("mcp") for n in FAULTS[name].needs)]
+)
 def test_the_node_agent_passes_every_fault(name: str, tmp_path: Path) -> None:
     scenario = load_scenario(SCENARIOS / f"{TABLE[name][0]}.toml")
     verdict = run_case(scenario, load_target(REPO / "targets" / "node-reference.toml"), {}, tmp_path)

@@ -24,7 +24,7 @@ from chaos.cli import main
 from chaos.errors import Skipped
 from chaos.mine.oracles import OtherOracle
 from chaos.scenario import load_scenario, load_target
-from tests.conftest import REPO, needs_ptrace
+from tests.conftest import MCP_ONLY, REPO, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
@@ -80,7 +80,7 @@ def test_the_legal_variants_together_pass_every_scenario_as_written_and_every_ch
     verdicts, skipped = _as_written(TOGETHER, tmp_path, SCENARIOS)
     assert not _failed(verdicts), _failed(verdicts)
     # the reference agent does not stream, and its tools are its own here (MCP: tests/test_mcp.py)
-    assert skipped == ["crash-mid-stream", "mcp-server-restart"]
+    assert skipped == ["crash-mid-stream", *MCP_ONLY]
     held = {c.id for v in verdicts for c in v.checks if c.judged and c.ok}
     read = {
         i for concern in CONCERNS if concern.NEEDS != "store" and concern is not mcp for i in concern.CATALOG

@@ -5,15 +5,21 @@ a case. Real servers on 127.0.0.1, real agent processes, real SIGKILLs."""
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
 from chaos import api
 from chaos.case.run import run_case
+from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
+from chaos.world.sandbox import make_sandbox
 from tests.conftest import REPO
 from tests.test_frameworks import _needs, agents_sdk
 
@@ -119,3 +125,78 @@ def test_a_framework_agent_with_mcp_tools_repeats_a_deploy_killed_at_the_server(
     failing = sorted(case["case"].split(" @ ")[1] for case in journal if not case["ok"])
     assert failing == ["effect-done[effect=deploy]#1", "effect-running[effect=deploy]#1"]
     assert summary["exact"] == summary["reached"] > 5
+
+
+SPOILS = {"mcp-session-lost": "session-lost", "mcp-cut-answer": "cut", "mcp-error-answer": "error"}
+
+
+@pytest.mark.parametrize("name", list(SPOILS))
+def test_a_spoiled_answer_is_an_error_result_and_the_call_is_not_made_again(
+    name: str, tmp_path: Path
+) -> None:
+    """The server ran the deploy and spoiled its answer: the agent records an error (lost, or the server's
+    JSON-RPC error), never a success, and never calls again."""
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.toml")
+    verdict = run_case(scenario, _target("http"), {}, tmp_path / "case")
+    assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
+    answers = [e for e in verdict.evidence.ledger if e["effect"] == "mcp:bash" and e["phase"] == "answer"]
+    assert [a["delivered"] for a in answers] == [SPOILS[name]]
+    results = [
+        f["entry"] for f in facts(verdict.evidence.start.log_after) if "toolStartedId" in f.get("entry", {})
+    ]
+    said = "was an error" if name == "mcp-error-answer" else "was lost"
+    assert [r["result"]["type"] for r in results] == ["error"] and said in results[0]["message"]["content"]
+    assert not _servers()
+
+
+def test_a_lost_session_answers_404_and_a_new_session_works(tmp_path: Path) -> None:
+    """On the wire (the 2025 protocol's initialize handshake): once the server forgot the session, a request
+    naming it is answered 404, and a new initialize gets a new Mcp-Session-Id that works."""
+    box = make_sandbox({}, tmp_path)
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    argv = [sys.executable, "-m", "chaos.world.mcp_server", "--http-fd", str(listener.fileno())]
+    args = ["--workspace", str(box.workspace), "--ledger", str(box.ledger), "--gate-dir", str(box.gate_dir)]
+    server = subprocess.Popen(
+        [*argv, *args, "--log-glob", "none"], stdin=subprocess.PIPE, pass_fds=[listener.fileno()]
+    )
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+
+    def post(
+        client: httpx.Client, session: str, method: str, rid: int | None, **params: object
+    ) -> httpx.Response:
+        body: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if rid is not None:
+            body["id"] = rid
+        return client.post(
+            url, json=body, headers={**headers, **({"mcp-session-id": session} if session else {})}
+        )
+
+    def initialize(client: httpx.Client) -> str:
+        info = {"name": "test", "version": "1"}
+        answer = post(
+            client, "", "initialize", 1, protocolVersion="2025-06-18", capabilities={}, clientInfo=info
+        )
+        session = answer.headers["mcp-session-id"]
+        assert post(client, session, "notifications/initialized", None).status_code == 202
+        return session
+
+    try:
+        with httpx.Client(timeout=10) as client:
+            session = initialize(client)
+            box.spoil("session-lost")
+            with pytest.raises(httpx.RemoteProtocolError):  # the connection closes, no answer on it
+                post(client, session, "tools/call", 2, name="bash", arguments={"command": "echo ran"})
+            assert post(client, session, "tools/list", 3).status_code == 404
+            renewed = initialize(client)
+            assert renewed != session
+            listed = post(client, renewed, "tools/list", 2)
+            assert listed.status_code == 200 and '"bash"' in listed.text
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(10)
+        listener.close()
+    assert [
+        e["delivered"] for e in map(json.loads, box.ledger.read_text().splitlines()) if e["phase"] == "answer"
+    ] == ["session-lost"]

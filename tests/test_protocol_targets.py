@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cli import main
-from tests.conftest import REPO, needs_ptrace
+from tests.conftest import MCP_ONLY, REPO, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)
 
@@ -38,7 +38,7 @@ def test_every_scenario_passes_as_written(target: str, tmp_path: Path) -> None:
             continue
         spoken |= {r["protocol"] for r in json.loads((out / "requests.json").read_text())}
     assert failed == []
-    assert skipped == ["crash-mid-stream", "mcp-server-restart"]  # no streaming; its tools are its own
+    assert skipped == ["crash-mid-stream", *MCP_ONLY]  # no streaming; its tools are its own
     assert spoken == {PROTOCOL[target]}
 
 

@@ -8,8 +8,9 @@ the server's executions, not the agent's beliefs). Here, two promises only an MC
 - *trust*: an MCP tool is replayed only where the host says it may be (the target's ``mcp_trusted``, or a
   tool the scenario's configuration declares safe), never because the server hints it is read-only or
   idempotent: a hint is text from another process;
-- *answers*: a success the log records for a call is an answer the server gave that call (its text, or a
-  cut of it): never a success the server did not report. An error result is the agent's own to give (it
+- *answers*: a success the log records for a call is an answer the server gave that call, and delivered
+  whole (its text, or a cut of it): never a success the server did not report, or one the agent never
+  read (an answer a fault spoiled: ``chaos.fault.mcp``). An error result is the agent's own to give (it
   may give up on a call whose answer is late, not knowing whether it ran), and so is a synthetic one.
 """
 
@@ -84,8 +85,14 @@ def _answer(ev: Evidence) -> Check:
             continue  # an error or a synthetic result is the agent's own to give
         content = body["message"]["content"]
         given = answers[started]
-        if not any(a["ok"] and a["result"].startswith(content) for a in given):
-            said = "; ".join(f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r}" for a in given)
+        if not any(
+            a["ok"] and a.get("delivered", "whole") == "whole" and a["result"].startswith(content)
+            for a in given
+        ):
+            said = "; ".join(
+                f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r} ({a.get('delivered', 'whole')})"
+                for a in given
+            )
             wrong.append(
                 f"{body.get('toolName', '?')} {started}: log {kind} {content[:60]!r}, server "
                 + (said or "never answered")

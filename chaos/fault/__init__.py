@@ -11,7 +11,7 @@ from chaos.fault.base import IN_FLIGHT, Arming, FailingCalls, Fault, Misbehaviou
 from chaos.fault.disk_full import DiskFull
 from chaos.fault.fsync_error import FsyncError
 from chaos.fault.kill import Kill
-from chaos.fault.mcp import McpRestart
+from chaos.fault.mcp import McpCutAnswer, McpError, McpRestart, McpSessionLost
 from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
 from chaos.fault.pause import PausedWriter
 from chaos.fault.power_loss import PowerLoss
@@ -37,6 +37,9 @@ FAULTS: dict[str, Fault] = {
         InvalidJson(),
         Trickle(),
         McpRestart(),
+        McpSessionLost(),
+        McpCutAnswer(),
+        McpError(),
     )
 }
 

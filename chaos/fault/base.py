@@ -56,6 +56,10 @@ class Stop(Protocol):
     def restart_tools(self) -> None:
         """No stop: the world's MCP server restarts, losing the call it holds; the process goes on."""
 
+    def spoil_answer(self, how: str) -> None:
+        """No stop: the world's MCP server spoils the answer of the call it holds (``error``, ``cut``,
+        ``session-lost``); the process goes on."""
+
 
 @dataclass(frozen=True)
 class Misbehaviour:

@@ -208,6 +208,16 @@ class Stopper:
             raise UsageError('mcp-restart: this world serves no MCP server over HTTP (mcp = "http")')
         restart()
 
+    def spoil_answer(self, how: str) -> None:
+        """The world's MCP server answers the call it holds ``how`` (it reads that once the call has run),
+        and the call goes on."""
+        trigger = self.trigger
+        assert trigger is not None
+        if trigger.world.target.mcp is None:
+            raise UsageError(f"mcp-{how}: this world serves no tools over MCP (the target declares no mcp)")
+        trigger.world.box.spoil(how)
+        trigger.disarm()
+
     def hold(self, pid: int) -> float:
         """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""
         return self.commits.hold(pid) if self.commits is not None else 0.0

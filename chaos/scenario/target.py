@@ -75,7 +75,9 @@ class Capabilities:
         if need == "compaction" and not self.compaction:
             return "a compaction (the target has no compact command)"
         if need == "mcp-server" and self.mcp != "http":
-            return 'an MCP server the world runs and can restart (the target declares no mcp = "http")'
+            return 'an MCP server the world runs over HTTP (the target declares no mcp = "http")'
+        if need == "mcp-tools" and self.mcp is None:
+            return 'tools on the world\'s MCP server (the target declares no mcp = "http" or "stdio")'
         if need.startswith("tool:") and need[5:] not in tools:
             return f"the tool {need[5:]!r} (the target declares {', '.join(tools) or 'no tools'})"
         return None

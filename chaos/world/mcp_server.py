@@ -17,6 +17,13 @@ script the ``bash`` tool runs) and their gates work as they do in-process: a gat
 server. The gates of the phase now running are read from the gate directory's ``active`` file at each
 call (the phase changes; a long-lived server does not).
 
+The server fails the way real ones do when a fault asks it to (``chaos.fault.mcp``): the fault writes
+the gate directory's ``spoil`` file while the server holds a call, and the call, once it has run, is
+answered that way: ``error`` (a JSON-RPC error: its handler failed after the work was done), ``cut``
+(the answer's stream stops half-way and the connection closes), ``session-lost`` (the connection
+closes with no answer, and the session is forgotten: a request naming it is answered 404, and the client
+must initialize a new one; a client of the 2026 protocol has no session, and loses the answer alone). The ledger's ``answer`` line says what was delivered (``delivered``).
+
 It is run by chaos (``python -m chaos.world.mcp_server``), never imported by it: it imports the SDK.
 """
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -35,8 +43,9 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from mcp import types
+from mcp import MCPError, types
 from mcp.server.lowlevel import Server
+from mcp.types import INTERNAL_ERROR, INVALID_REQUEST
 
 # the workspace tools are the bundled agents' own (mapped into chaos.bundled when installed; mypy checks
 # them as targets.reference)
@@ -49,6 +58,8 @@ from chaos.ledger import record
 from chaos.world.ledger import intents
 
 ACTIVE = "active"  # the gate directory's file naming the gates of the phase now running
+SPOIL = "spoil"  # the gate directory's file naming how the held call's answer goes wrong (a fault's)
+SPOILS = ("error", "cut", "session-lost")
 # What the server says of its tools. Hints are the server's word, not the host's: an agent that makes a
 # tool safe to replay because of them trusts what it must not (the contract: only host metadata can).
 HINTS = {
@@ -84,8 +95,9 @@ class Tools:
             for name, spec in DEFINITIONS.items()
         ]
 
-    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run one call in a worker thread; what it returns is what the agent is sent."""
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool, str]:
+        """Run one call in a worker thread: the text it returns, whether it succeeded, and how its answer
+        is delivered ("whole", or the spoil a fault armed while the call was held)."""
         with contextlib.suppress(OSError):
             os.environ["CHAOS_GATES"] = (Path(self.gate_dir) / ACTIVE).read_text().strip()
         with self.lock:
@@ -97,22 +109,104 @@ class Tools:
             text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True
         except ToolFailure as err:
             text, ok = str(err), False
-        record(self.ledger, {**entry, "phase": "answer", "time": time.time(), "result": text, "ok": ok})
-        return text, ok
+        delivered = self._spoil()
+        answer = {"phase": "answer", "time": time.time(), "result": text, "ok": ok, "delivered": delivered}
+        record(self.ledger, {**entry, **answer})
+        return text, ok, delivered
+
+    def _spoil(self) -> str:
+        """The spoil armed for the call that just ran, taken (one call's), or "whole"."""
+        taken = Path(self.gate_dir) / f"{SPOIL}.taken"
+        try:
+            os.rename(Path(self.gate_dir) / SPOIL, taken)  # atomic: one call takes it
+        except OSError:
+            return "whole"
+        how = taken.read_text().strip()
+        return how if how in SPOILS else "whole"
 
 
-def server(tools: Tools) -> Server[Any]:
+class Spoiling:
+    """The HTTP side of the spoils (ASGI, around the SDK's app): the answers of the calls marked ``cut``
+    or ``session-lost`` are spoiled on their way out, and a forgotten session is answered 404, as the SDK
+    answers a session it no longer knows."""
+
+    def __init__(self) -> None:
+        self.app: Any = None  # the SDK's app, once built (it is built from the server this one marks for)
+        self.marked: dict[tuple[str, Any], str] = {}  # (session id, JSON-RPC id) -> cut | session-lost
+        self.forgotten: set[str] = set()
+
+    def mark(self, ctx: Any, how: str) -> None:
+        session = ctx.request.headers.get("mcp-session-id", "") if ctx.request is not None else ""
+        self.marked[(session, ctx.request_id)] = how
+
+    def _spoils(self, session: str, body: bytes) -> str | None:
+        """How the chunk about to go out is spoiled: it carries the answer to a marked call."""
+        for line in body.splitlines():
+            if line.startswith(b"data:") or line.startswith(b"{"):
+                with contextlib.suppress(ValueError):
+                    sent = json.loads(line.removeprefix(b"data:"))
+                    if isinstance(sent, dict) and (session, sent.get("id")) in self.marked:
+                        return self.marked.pop((session, sent.get("id")))
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        session = dict(scope.get("headers", [])).get(b"mcp-session-id", b"").decode()
+        if scope["type"] == "http" and session in self.forgotten:
+            error = {"code": INVALID_REQUEST, "message": "Session not found"}
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 404,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(),
+                }
+            )
+            return
+        spoiled = False
+
+        async def sending(message: Any) -> None:
+            # After a spoil nothing more goes out, and the response stays unfinished: the server
+            # closes the connection (uvicorn does, for a response its app did not complete).
+            nonlocal spoiled
+            how = self._spoils(session, message.get("body", b"")) if self.marked and not spoiled else None
+            if how == "cut":
+                body = message["body"]
+                await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
+            elif how == "session-lost" and session:  # the 2026 protocol has none: the answer is lost alone
+                self.forgotten.add(session)
+            elif not spoiled:
+                await send(message)
+            spoiled = spoiled or how is not None
+
+        await self.app(scope, receive, sending)
+
+
+def server(tools: Tools, spoiling: Spoiling | None = None) -> Server[Any]:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.listing())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in DEFINITIONS:
-            text, ok = f"unknown tool {params.name!r}", False
-        else:
-            text, ok = await anyio.to_thread.run_sync(tools.call, params.name, dict(params.arguments or {}))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not ok)
+            return _result(f"unknown tool {params.name!r}", False)
+        text, ok, delivered = await anyio.to_thread.run_sync(
+            tools.call, params.name, dict(params.arguments or {})
+        )
+        if delivered == "error":  # the work is done, and the handler fails after it
+            raise MCPError(INTERNAL_ERROR, "internal error: the tool's result could not be sent")
+        if delivered != "whole" and spoiling is not None:
+            spoiling.mark(ctx, delivered)
+        return _result(text, ok)
 
     return Server("chaos-workspace-tools", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _result(text: str, ok: bool) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not ok)
 
 
 async def _stdio(app: Server[Any]) -> None:
@@ -122,11 +216,13 @@ async def _stdio(app: Server[Any]) -> None:
         await app.run(read, write, app.create_initialization_options())
 
 
-def _http(app: Server[Any], fd: int) -> None:
+def _http(tools: Tools, fd: int) -> None:
     import uvicorn
 
     sock = socket.socket(fileno=fd)
-    config = uvicorn.Config(app.streamable_http_app(), log_level="warning", lifespan="on")
+    spoiling = Spoiling()
+    spoiling.app = server(tools, spoiling).streamable_http_app()
+    config = uvicorn.Config(spoiling, log_level="warning", lifespan="on")
     served = uvicorn.Server(config)
 
     def _orphaned() -> None:  # chaos's end of our stdin closed: chaos is gone, and so are we
@@ -147,11 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     how.add_argument("--stdio", action="store_true")
     how.add_argument("--http-fd", type=int)
     args = parser.parse_args(argv)
-    app = server(Tools(Path(args.workspace), args.ledger, args.gate_dir, args.log_glob))
+    tools = Tools(Path(args.workspace), args.ledger, args.gate_dir, args.log_glob)
     if args.stdio:
-        anyio.run(_stdio, app)
+        anyio.run(_stdio, server(tools))
     else:
-        _http(app, args.http_fd)
+        _http(tools, args.http_fd)
     return 0
 
 

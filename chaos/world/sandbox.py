@@ -62,6 +62,10 @@ class Sandbox:
         its environment (the world's MCP server outlives a phase: ``chaos.world.mcp_server``)."""
         (self.gate_dir / "active").write_text(",".join(gates))
 
+    def spoil(self, how: str) -> None:
+        """Have the world's MCP server spoil the answer of the call it holds (``chaos.world.mcp_server``)."""
+        (self.gate_dir / "spoil").write_text(how)
+
     def waiting(self, gate: str) -> bool:
         return (self.gate_dir / f"{gate}.waiting").exists()
 

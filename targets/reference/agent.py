@@ -69,6 +69,8 @@ BUGS = (
     "no-request-deadline",  # only the socket's per-read timeout: an answer that trickles in never ends
     "mcp-trusts-hints",  # an MCP tool the server hints read-only or idempotent is declared safe to replay
     "mcp-call-again",  # an MCP call whose answer was lost (the server restarted) is made once more
+    "mcp-cut-call-again",  # an MCP call whose answer's stream was cut is made once more, on the same session
+    "mcp-error-call-again",  # an MCP call answered by a JSON-RPC error is made once more
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
@@ -98,7 +100,7 @@ class Agent:
         self.timeout = float(env.get("TINY_TIMEOUT", "60"))
         self.bash_timeout = float(env.get("TINY_BASH_TIMEOUT", "30"))
         # its tools on an MCP server (TINY_MCP_URL, TINY_MCP_COMMAND), or its own
-        self.mcp = McpTools.from_env(env, self.timeout, "mcp-call-again" in self.bugs)
+        self.mcp = McpTools.from_env(env, self.timeout, frozenset(self.bugs))
         served = self.mcp.listing() if self.mcp is not None else None
         trust_hints = "mcp-trusts-hints" in self.bugs
         self.tools = {d["definition"]["name"]: d for d in declarations(served, trust_hints)}
