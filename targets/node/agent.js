@@ -9,6 +9,10 @@
 //   node agent.js compact ID          compact the session's context
 //   node agent.js configuration       the planner's current configuration, as JSON
 //
+// NODE_AGENT_MCP_URL: its tools are on an MCP server (Streamable HTTP, the 2025-06-18 initialize
+// handshake, tools/list and tools/call only), not its own; NODE_AGENT_MCP_SAFE names the ones the host
+// trusts to replay (every other MCP tool is never replayed, whatever the server hints).
+//
 // Exit codes: 0 completed, 3 blocked, 4 failed, 5 aborted, 1 the log is corrupt or in use, 2 usage.
 // NODE_AGENT_BUG turns on deliberately broken behaviours (comma-separated), so chaos can show it
 // catches them: stale-assistant-calls (section 8), replay-never-tools, no-fsync.
@@ -86,20 +90,23 @@ const DEFINITIONS = {
   },
 };
 
-function configuration() {
+async function configuration() {
   const env = process.env;
   const model = env.NODE_AGENT_MODEL || "unset";
   const overrides = JSON.parse(env.NODE_AGENT_TOOLS || "{}");
-  const tools = Object.entries(DEFINITIONS).map(([name, base]) => {
+  const trusted = new Set((env.NODE_AGENT_MCP_SAFE || "").split(",").map((n) => n.trim()).filter(Boolean));
+  const served = mcp ? (await mcp.request("tools/list", {})).tools.map((t) => [t.name, { description: t.description || "", parameters: t.inputSchema }]) : null;
+  const tools = (served || Object.entries(DEFINITIONS)).map(([name, base]) => {
     const extra = overrides[name] || {};
     const definition = { name, description: extra.description || base.description, parameters: base.parameters };
-    const safe = name === "read";
+    const safe = served ? trusted.has(name) : name === "read";
+    const origin = served ? "mcp" : "builtin";
     return {
       name,
       definition,
       definitionDigest: digest(definition),
       replay: extra.replay || (safe ? "safe" : "never"),
-      replayKey: extra.replayKey || (safe ? "builtin:read:v1" : `builtin:${name}:never:v1`),
+      replayKey: extra.replayKey || (safe ? `${origin}:${name}:v1` : `${origin}:${name}:never:v1`),
     };
   });
   const snapshot = {
@@ -459,6 +466,14 @@ function inside(workspace, p) {
 }
 
 async function runTool(name, args, workspace, abort) {
+  if (mcp) {
+    abort.controller = new AbortController(); // an abort stops the wait; the call goes on at the server
+    try {
+      return await mcp.call(name, args, abort.controller.signal);
+    } finally {
+      abort.controller = null;
+    }
+  }
   const text = (key) => {
     if (typeof args[key] !== "string") throw new Error(`argument ${key} must be a string`);
     return args[key];
@@ -490,6 +505,93 @@ async function runTool(name, args, workspace, abort) {
     return `exit status 0\n${output.slice(0, OUTPUT_CAP)}`;
   }
   throw new Error(`unknown tool ${name}`);
+}
+
+// -- tools on an MCP server: Streamable HTTP, the 2025-06-18 handshake, tools/list and tools/call ----------
+const MCP_VERSION = "2025-06-18";
+let mcp = null; // the server's client, where NODE_AGENT_MCP_URL names one
+
+const mcpFailure = (message, code) => Object.assign(new Error(message), { code });
+
+// The JSON-RPC answer with this id in an SSE body, read as it arrives (null: the stream ended without it).
+async function sseAnswer(res, id) {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of res.body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end;
+    while ((end = buffered.search(/\r?\n\r?\n/)) >= 0) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end).replace(/^\r?\n\r?\n/, "");
+      const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+      if (!data) continue;
+      const message = JSON.parse(data);
+      if (message.id === id) return message;
+    }
+  }
+  return null;
+}
+
+class McpClient {
+  constructor(url, timeoutMs) {
+    Object.assign(this, { url, timeoutMs, session: null, lost: true, nextId: 1 });
+  }
+
+  async connect() {
+    this.session = null;
+    await this.request("initialize", { protocolVersion: MCP_VERSION, capabilities: {}, clientInfo: { name: "node-agent", version: "1" } });
+    await this.post({ jsonrpc: "2.0", method: "notifications/initialized" });
+    this.lost = false;
+  }
+
+  async post(message, signal) {
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MCP_VERSION };
+    if (this.session) headers["mcp-session-id"] = this.session;
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const res = await fetch(this.url, { method: "POST", headers, body: JSON.stringify(message), signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    this.session = res.headers.get("mcp-session-id") || this.session;
+    return res;
+  }
+
+  // One request's result. Its failures, by code: "session" (404: the server forgot the session and read
+  // nothing), "rpc" (a JSON-RPC error: the server's answer), "lost" (no answer came: the stream cut, the
+  // connection gone, no answer in time).
+  async request(method, params, signal) {
+    if (this.lost && method !== "initialize") await this.connect();
+    const id = this.nextId++;
+    let answer;
+    try {
+      const res = await this.post({ jsonrpc: "2.0", id, method, params }, signal);
+      if (res.status === 404 && this.session) throw mcpFailure("the MCP server no longer knows the session (404)", "session");
+      const type = res.headers.get("content-type") || "";
+      answer = type.startsWith("text/event-stream") ? await sseAnswer(res, id) : await res.json();
+    } catch (err) {
+      if (err.code === "session") throw err;
+      throw mcpFailure(`${err.name}: ${err.message}`, "lost");
+    }
+    if (!answer) throw mcpFailure("the answer's stream ended without it", "lost");
+    if (answer.error) throw mcpFailure(`JSON-RPC error ${answer.error.code}: ${answer.error.message}`, "rpc");
+    return answer.result;
+  }
+
+  // Run a tool at the server: its text, or an Error (the tool's error, or the call's fate unknown). A call
+  // the server refused for a forgotten session is sent again on a new one: it never ran. A lost answer is
+  // never sent again: the call may have run.
+  async call(name, args, signal) {
+    for (let again = false; ; again = true) {
+      let result;
+      try {
+        result = await this.request("tools/call", { name, arguments: args }, signal);
+      } catch (err) {
+        this.lost = err.code !== "rpc";
+        if (err.code === "session" && !again) continue;
+        throw new Error(`the MCP server's answer ${err.code === "rpc" ? "was an error" : "was lost"} (${err.message}); the call may have run`);
+      }
+      const text = (result.content || []).map((part) => part.text || "").join("");
+      if (result.isError) throw new Error(text);
+      return text;
+    }
+  }
 }
 
 // -- the loop: plan, carry out the one effect, commit, plan again --------------------------------------------
@@ -612,7 +714,8 @@ async function main(argv) {
   const unknown = [...BUGS].filter((b) => !KNOWN_BUGS.includes(b));
   if (unknown.length) throw new Usage(`NODE_AGENT_BUG: ${unknown.join(", ")} is not one of ${KNOWN_BUGS.join(", ")}`);
   const [command, ...rest] = argv;
-  const cfg = configuration();
+  if (process.env.NODE_AGENT_MCP_URL) mcp = new McpClient(process.env.NODE_AGENT_MCP_URL, 1000 * Number(process.env.NODE_AGENT_TIMEOUT || 60));
+  const cfg = await configuration();
   if (command === "configuration") {
     process.stdout.write(JSON.stringify(cfg.current) + "\n");
     return 0;
