@@ -5,6 +5,7 @@ Each test names the numbered case of the issue it holds; each failed before the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -62,17 +63,22 @@ def _sleepers(seconds: str) -> list[int]:
 
 
 @needs_ptrace
-def test_a_target_env_secret_is_in_no_file_a_sweep_or_a_mine_writes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("over", ["reference", "reference-mcp"])
+def test_a_target_env_secret_is_in_no_file_a_sweep_or_a_mine_writes(over: str, tmp_path: Path) -> None:
     """Case 1: a --target-env value was written into fixtures' provenance, sweep.jsonl, report.html and
     the case files. The agent here also prints it to its stderr, and a bug switch makes failures (whose
-    folders and reports are kept whole)."""
+    folders and reports are kept whole). With its tools on the world's MCP server too (the server's
+    ledger lines, its stderr)."""
+    if over == "reference-mcp" and importlib.util.find_spec("mcp") is None:
+        pytest.skip("the MCP SDK is the mcp extra")
     target = tmp_path / "echoes.toml"
+    reference = (REPO / "targets" / f"{over}.toml").read_text()
     start = (
         'start = ["bash", "-c", "echo key=$TINY_API_KEY >&2; exec \\"$0\\" -m chaos.bundled.targets.reference '
         '\\"$@\\"", "{python}", "{prompt}"]'
     )
     target.write_text(
-        "\n".join(start if line.startswith("start =") else line for line in REFERENCE.splitlines())
+        "\n".join(start if line.startswith("start =") else line for line in reference.splitlines())
     )
     results, mined, junit, baseline = tmp_path / "r", tmp_path / "fx", tmp_path / "j.xml", tmp_path / "b.json"
     argv = [

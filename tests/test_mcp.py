@@ -20,7 +20,7 @@ from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
 from chaos.world.sandbox import make_sandbox
-from tests.conftest import REPO
+from tests.conftest import REPO, needs_node
 from tests.test_frameworks import _needs, agents_sdk
 
 # starts agent and server processes; the SDK is the mcp extra (CHAOS_REQUIRE_FRAMEWORKS=1: it must be here)
@@ -200,3 +200,15 @@ def test_a_lost_session_answers_404_and_a_new_session_works(tmp_path: Path) -> N
     assert [
         e["delivered"] for e in map(json.loads, box.ledger.read_text().splitlines()) if e["phase"] == "answer"
     ] == ["session-lost"]
+
+
+@needs_node
+@pytest.mark.parametrize("name", ["deploy-done-result-lost", "mcp-server-restart", *SPOILS])
+def test_the_node_agent_over_mcp_calls_a_tool_whose_answer_it_lost_once(name: str, tmp_path: Path) -> None:
+    """The Node agent's own Streamable HTTP client (no SDK): killed at the server, or its answer lost, cut
+    or an error, it never calls the deploy again and records no success it was not given."""
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.toml")
+    verdict = run_case(scenario, load_target(REPO / "targets" / "node-mcp.toml"), {}, tmp_path / "case")
+    assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
+    assert [e["effect"] for e in verdict.evidence.ledger if e["phase"] == "start"] == ["deploy"]
+    assert {"never-once", "mcp-answer", "mcp-trust"} <= {c.id for c in verdict.checks if c.judged}
