@@ -21,11 +21,11 @@ from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.errors import ConfigurationUnusable
 from chaos.process.contain import run_caged
-from chaos.process.mcp import serve_tools
+from chaos.process.services import open_world
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target, load_target
-from chaos.world.world import World, build_world
+from chaos.world.world import World
 
 _ROOT, _URL = "\u241fchaos-sandbox\u241f", "\u241fchaos-model-url\u241f"
 _ANSWERS: dict[str, str] = {}
@@ -80,9 +80,8 @@ def current_of(world: World, config: Configuration, log: bytes) -> dict[str, Any
 
 def target_current(target: Target, extra_env: dict[str, str]) -> dict[str, Any]:
     """The target's default current configuration (for ``chaos show --target`` and exploration)."""
-    world = build_world(Scenario(prompt="-", turns=[Turn(text="-")]), target, extra_env)
+    world = open_world(Scenario(prompt="-", turns=[Turn(text="-")]), target, extra_env)
     try:
-        serve_tools(world)
         return current_of(world, Configuration(), b"")
     finally:
         world.close()

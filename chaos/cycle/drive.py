@@ -23,14 +23,14 @@ from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
-from chaos.process.mcp import serve_tools
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, execute_phase, phase_steps
+from chaos.process.services import open_world
 from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
 from chaos.store import Store
-from chaos.world.world import World, build_world
+from chaos.world.world import World
 
 Keep = Callable[[Phase], None]
 
@@ -221,11 +221,10 @@ def drive_cycle(
     its phases start as forks of a warm interpreter where they can (``chaos.process.warm``)."""
     timings: dict[str, float] = {}
     with timed(timings, "world"):
-        world = build_world(scenario, target, extra_env)
+        world = open_world(scenario, target, extra_env)
         world.starts = warm
     phases: list[Phase] = []
     try:
-        serve_tools(world)
         current: dict[str, Any] | None = None
         judged = scenario
         if world.store is not None:

@@ -10,14 +10,13 @@ from pathlib import Path
 
 from chaos.case.record import write
 from chaos.errors import InternalError
-from chaos.process.mcp import serve_tools
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import execute_phase
+from chaos.process.services import open_world
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 from chaos.secrets import scrub_file
 from chaos.world.recorder import Upstream
-from chaos.world.world import build_world
 
 
 @dataclass
@@ -42,10 +41,9 @@ def record_session(
     aside: the scripted server writes its own)."""
     folder.mkdir(parents=True, exist_ok=True)
     draft = Scenario(prompt=prompt, turns=[Turn(text="-")], files=files, name=name, target=target.name)
-    world = build_world(draft, target, extra_env)
+    world = open_world(draft, target, extra_env)
     world.server.upstream = upstream
     try:
-        serve_tools(world)
         argv = world.argv(target.start, draft.start, prompt=prompt)
         phase = execute_phase(world, Phase(PhaseKind.START, argv), draft.start, timeout, folder)
         write(folder / "session.jsonl", phase.log_after)
