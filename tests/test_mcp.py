@@ -20,8 +20,9 @@ from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
 from chaos.world.sandbox import make_sandbox
-from tests.conftest import REPO, needs_node
+from tests.conftest import MCP_ONLY, REPO, needs_node
 from tests.test_frameworks import _needs, agents_sdk
+from tests.test_legal_variants import TOGETHER
 
 # starts agent and server processes; the SDK is the mcp extra (CHAOS_REQUIRE_FRAMEWORKS=1: it must be here)
 pytestmark = [pytest.mark.slow, _needs("mcp", "uvicorn")]
@@ -212,3 +213,19 @@ def test_the_node_agent_over_mcp_calls_a_tool_whose_answer_it_lost_once(name: st
     assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
     assert [e["effect"] for e in verdict.evidence.ledger if e["phase"] == "start"] == ["deploy"]
     assert {"never-once", "mcp-answer", "mcp-trust"} <= {c.id for c in verdict.checks if c.judged}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_legal_variants_pass_the_mcp_scenarios_over_either_protocol(mode: str, tmp_path: Path) -> None:
+    """The reference agent's legal designs together, with its tools over MCP in the 2025 handshake (a
+    session) or the 2026 protocol (none): no check blames them, and the MCP checks are judged."""
+    names = [*MCP_ONLY, "deploy-done-result-lost", "full-workflow", "section8-read-replay"]
+    env = {"TINY_REFERENCE_VARIANT": TOGETHER, "TINY_MCP_MODE": mode}
+    verdicts = [
+        run_case(load_scenario(REPO / "scenarios" / f"{name}.toml"), _target("http"), env, tmp_path / name)
+        for name in names
+    ]
+    failed = {v.scenario.name: [c.text() for c in v.failed] for v in verdicts if not v.ok}
+    assert not failed, failed
+    held = {c.id for v in verdicts for c in v.checks if c.judged and c.ok}
+    assert {"mcp-trust", "mcp-answer", "never-once", "intent-before-effect"} <= held

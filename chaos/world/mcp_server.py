@@ -177,10 +177,10 @@ class Spoiling:
             if how == "cut":
                 body = message["body"]
                 await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
-            elif how == "session-lost" and session:  # the 2026 protocol has none: the answer is lost alone
-                self.forgotten.add(session)
-            elif not spoiled:
+            elif how is None and not spoiled:
                 await send(message)
+            if how == "session-lost" and session:  # (the 2026 protocol has none: the answer is lost alone)
+                self.forgotten.add(session)
             spoiled = spoiled or how is not None
 
         await self.app(scope, receive, sending)
