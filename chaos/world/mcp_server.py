@@ -10,9 +10,10 @@ server goes on and completes the effect. This program is that server. It runs ap
 - ``--stdio``: the agent starts it as a child (``{mcp_command}``) and talks over its stdin/stdout; it
   dies with the agent's tree.
 
-Every ``tools/call`` is written to the effect ledger twice: ``call`` (the arguments, and the intents the
-session log held durable at that moment, as ``$CHAOS_EFFECT`` records them) and ``answer`` (the text
-returned, and whether it was an error). The scenario's own effects (``$CHAOS_EFFECT deploy`` inside a
+Every ``tools/call`` is written to the effect ledger twice, each line with the call's JSON-RPC id
+(``request``) and the server's own number for it (``call``): phase ``call`` (the arguments, and the
+intents the session log held durable at that moment, as ``$CHAOS_EFFECT`` records them) and phase
+``answer`` (the text returned, whether it was an error, and how it was delivered). The scenario's own effects (``$CHAOS_EFFECT deploy`` inside a
 script the ``bash`` tool runs) and their gates work as they do in-process: a gate holds the call at the
 server. The gates of the phase now running are read from the gate directory's ``active`` file at each
 call (the phase changes; a long-lived server does not).
@@ -95,7 +96,7 @@ class Tools:
             for name, spec in DEFINITIONS.items()
         ]
 
-    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool, str]:
+    def call(self, name: str, arguments: dict[str, Any], request: Any = None) -> tuple[str, bool, str]:
         """Run one call in a worker thread: the text it returns, whether it succeeded, and how its answer
         is delivered ("whole", or the spoil a fault armed while the call was held)."""
         with contextlib.suppress(OSError):
@@ -103,7 +104,13 @@ class Tools:
         with self.lock:
             self.calls += 1
             number = self.calls
-        entry = {"effect": f"mcp:{name}", "arguments": arguments, "pid": os.getpid(), "call": number}
+        entry = {
+            "effect": f"mcp:{name}",
+            "arguments": arguments,
+            "pid": os.getpid(),
+            "call": number,
+            "request": request,
+        }
         record(self.ledger, {**entry, "phase": "call", "time": time.time(), **intents(self.log_glob)})
         try:
             text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True
@@ -194,7 +201,7 @@ def server(tools: Tools, spoiling: Spoiling | None = None) -> Server[Any]:
         if params.name not in DEFINITIONS:
             return _result(f"unknown tool {params.name!r}", False)
         text, ok, delivered = await anyio.to_thread.run_sync(
-            tools.call, params.name, dict(params.arguments or {})
+            tools.call, params.name, dict(params.arguments or {}), ctx.request_id
         )
         if delivered == "error":  # the work is done, and the handler fails after it
             raise MCPError(INTERNAL_ERROR, "internal error: the tool's result could not be sent")
