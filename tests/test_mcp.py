@@ -19,6 +19,7 @@ from chaos.case.run import run_case
 from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
+from chaos.scenario.model import Boundary, Crash
 from chaos.world.sandbox import make_sandbox
 from tests.conftest import MCP_ONLY, REPO, needs_node
 from tests.test_frameworks import _needs, agents_sdk
@@ -129,6 +130,19 @@ def test_a_framework_agent_with_mcp_tools_repeats_a_deploy_killed_at_the_server(
 
 
 SPOILS = {"mcp-session-lost": "session-lost", "mcp-cut-answer": "cut", "mcp-error-answer": "error"}
+
+
+@agents_sdk
+@pytest.mark.parametrize("fault", ["mcp-restart", "mcp-session-lost", "mcp-cut-answer", "mcp-error"])
+def test_a_framework_agent_meets_the_mcp_faults_too(fault: str, tmp_path: Path) -> None:
+    """The server's trouble lands on a framework agent's call as on any other: the Agents SDK agent,
+    told the call failed, does not call it again."""
+    scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-over-mcp.toml")
+    scenario = scenario.with_crash(Crash(Boundary.parse("effect-done[effect=deploy]"), fault=fault))
+    verdict = run_case(scenario, load_target(REPO / "targets" / "openai-agents-mcp.toml"), {}, tmp_path)
+    assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
+    assert verdict.evidence.start.exact
+    assert [e["effect"] for e in verdict.evidence.ledger if e["phase"] == "start"] == ["deploy"]
 
 
 @pytest.mark.parametrize("name", list(SPOILS))

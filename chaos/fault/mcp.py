@@ -26,6 +26,7 @@ EFFECT_BOUNDARIES = ("effect-running", "effect-done")
 
 class McpFault(Fault):
     places = "in-flight"
+    on_stores = True  # the server's trouble: a framework agent with MCP tools meets it too
     needs: ClassVar[tuple[str, ...]] = ("mcp-server",)
     crashes = False
     enables = ("never-once", "mcp-answer", "effect-count")
