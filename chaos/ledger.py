@@ -38,15 +38,21 @@ def record(ledger: str, entry: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def _started(ledger: str, name: str, entry: dict[str, Any]) -> int:
-    """Append an effect's start line and return its number among the starts of ``name``: counted and
-    written under an exclusive lock on the ledger, so two effects running at once (a framework's parallel
-    tool calls, two processes) never both take number 1, and each has a gate of its own."""
+# The lines that say an effect begins: a tool's ``start`` (``effect``, ``$CHAOS_EFFECT``), and a ``call`` at
+# the world's MCP server (``chaos.world.mcp_server``: each tools/call is an effect of its own, ``mcp:NAME``)
+STARTS = ("start", "call")
+
+
+def numbered(ledger: str, name: str, entry: dict[str, Any]) -> int:
+    """Append an effect's first line (``entry``: its ``start`` or ``call``) and return its number among
+    those of ``name``: counted and written under an exclusive lock on the ledger, so two effects running
+    at once (a framework's parallel tool calls, two processes) never both take number 1, and each has a
+    gate of its own."""
     fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         occurrence = 1 + sum(
-            1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == "start"
+            1 for e in entries(Path(ledger)) if e["effect"] == name and e["phase"] == entry["phase"]
         )
         os.write(fd, json.dumps(entry).encode() + b"\n")
         return occurrence
@@ -85,7 +91,7 @@ def effect(name: str, *detail: str, call_id: str | None = None, **known: Any) ->
     base: dict[str, Any] = {"effect": name, "detail": list(detail), "pid": os.getpid()}
     if call_id is not None:
         base["callId"] = call_id
-    occurrence = _started(ledger, name, {**base, "phase": "start", "time": time.time(), **known})
+    occurrence = numbered(ledger, name, {**base, "phase": "start", "time": time.time(), **known})
     gate(f"{name}.during", occurrence)
     record(ledger, {**base, "phase": "done", "time": time.time()})
     gate(f"{name}.after", occurrence)

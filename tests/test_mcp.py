@@ -114,7 +114,8 @@ def test_a_framework_agent_with_mcp_tools_repeats_a_deploy_killed_at_the_server(
     """The Agents SDK agent whose tools are the world's MCP server (``MCPServerStreamableHttp``), swept with
     kills: the SDK saves a turn's items after its tools ran, so an agent killed while the server ran the
     deploy (or had just run it) has no call in its session, the model is asked anew and the deploy runs
-    again. One distinct failure, those two cases, every kill exact; every other boundary is clean."""
+    again: killed with the server holding the call (before its bash ran, or after) or the deploy in it.
+    One distinct failure, those four cases, every kill exact; every other boundary is clean."""
     result = api.sweep(
         [REPO / "scenarios" / "frameworks" / "deploy-over-mcp.toml"],
         results=tmp_path,
@@ -125,7 +126,12 @@ def test_a_framework_agent_with_mcp_tools_repeats_a_deploy_killed_at_the_server(
     assert [g.check for g in result.summary.groups] == ["effects-as-declared"]
     journal = [json.loads(line) for line in (tmp_path / "sweep.jsonl").read_text().splitlines()]
     failing = sorted(case["case"].split(" @ ")[1] for case in journal if not case["ok"])
-    assert failing == ["effect-done[effect=deploy]#1", "effect-running[effect=deploy]#1"]
+    assert failing == [
+        "effect-done[effect=deploy]#1",
+        "effect-done[effect=mcp:bash]#1",
+        "effect-running[effect=deploy]#1",
+        "effect-running[effect=mcp:bash]#1",
+    ]
     assert summary["exact"] == summary["reached"] > 5
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from chaos.check.base import Check
 from chaos.contract.reading import facts, reduced
 from chaos.cycle.evidence import Evidence
+from chaos.ledger import STARTS
 from chaos.process.phase import Phase, PhaseKind
 
 NEEDS = "log"  # a session log (``chaos.check.check_all``)
@@ -49,7 +50,7 @@ def without_intent(ev: Evidence) -> tuple[list[tuple[dict[str, Any], Phase | Non
     after_rejection: list[str] = []
     paused = _pending_at_pause(ev) if ev.continued is not None else set()
     for index, entry in enumerate(ev.ledger):
-        if entry["phase"] not in EFFECT_LINES or entry.get("pending"):
+        if entry["phase"] not in STARTS or entry.get("pending"):
             continue
         if entry.get("rejected") is not None:
             after_rejection.append(f"{entry['effect']} (the log was rejected at line {entry['rejected']})")
@@ -82,9 +83,6 @@ def intent_before_effect(ev: Evidence) -> list[Check]:
     ]
 
 
-EFFECT_LINES = ("start", "call")  # an effect's start (``$CHAOS_EFFECT``), a call at the world's MCP server
-
-
 def _phase_lines(ev: Evidence, phase: Phase) -> list[dict[str, Any]]:
     """The ledger lines written while ``phase`` ran (until the next phase began)."""
     later = [p.ledger_before for p in ev.phases if p.ledger_before > phase.ledger_before]
@@ -103,11 +101,11 @@ def _synced_intents(ev: Evidence) -> tuple[list[str], list[str]] | None:
     for phase in watched:
         written, seen = phase.written, phase.synced_at_ledger or []
         lines = _phase_lines(ev, phase)
-        if len(lines) > len(seen) and any(e["phase"] in EFFECT_LINES for e in lines[len(seen) :]):
+        if len(lines) > len(seen) and any(e["phase"] in STARTS for e in lines[len(seen) :]):
             unseen.append(phase.name)
             continue
         for entry, durable in zip(lines, seen, strict=False):
-            if entry["phase"] not in EFFECT_LINES or not entry.get("pending"):
+            if entry["phase"] not in STARTS or not entry.get("pending"):
                 continue
             state = reduced(written[:durable]).state
             op = state.operation if state is not None else None
@@ -133,7 +131,7 @@ def judge(ev: Evidence) -> list[Check]:
     starts = started(ev)
     # an effect, or a call at the world's MCP server (the server's count, not the agent's belief), per call
     per_call = Counter(
-        (e["effect"], e["pending"][-1]) for e in ev.ledger if e["phase"] in EFFECT_LINES and e.get("pending")
+        (e["effect"], e["pending"][-1]) for e in ev.ledger if e["phase"] in STARTS and e.get("pending")
     )
     twice = [
         f"{effect} for {starts[i]['toolName']} {i} ran {n}x"

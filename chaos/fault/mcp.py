@@ -27,6 +27,7 @@ EFFECT_BOUNDARIES = ("effect-running", "effect-done")
 class McpFault(Fault):
     places = "in-flight"
     on_stores = True  # the server's trouble: a framework agent with MCP tools meets it too
+    matrix = "every"  # at every effect the server holds, for a target whose tools are on it
     needs: ClassVar[tuple[str, ...]] = ("mcp-server",)
     crashes = False
     enables = ("never-once", "mcp-answer", "effect-count")

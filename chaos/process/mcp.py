@@ -15,12 +15,15 @@ import importlib.util
 import socket
 import subprocess
 import sys
+import time
 
 from chaos.errors import TargetUnusable
+from chaos.ledger import entries
 from chaos.process.contain import Cage
 from chaos.world.world import World
 
 STOP_WAIT = 5.0  # seconds a server has to end once asked
+SETTLE_WAIT = 40.0  # seconds a call let go may still run at the server (its bash tool's limit is 30)
 
 
 def serve_tools(world: World) -> None:
@@ -39,7 +42,7 @@ def serve_tools(world: World) -> None:
     served = Served(world, socket.create_server(("127.0.0.1", 0), backlog=64))
     world.mcp_url = f"http://127.0.0.1:{served.listener.getsockname()[1]}/mcp"
     world.closers.append(served.close)
-    world.restart_tools = served.restart
+    world.restart_tools, world.settle_tools = served.restart, served.settle
 
 
 class Served:
@@ -93,6 +96,18 @@ class Served:
             self.cage.kill()
             self.cage.remove()
             proc.wait()
+
+    def settle(self) -> None:
+        """Wait until the server has answered every call it took (the agent is gone: a call held at its
+        gate was let go, and runs to its end there, as it would at a real server while the agent is
+        down), so the next phase meets what the server did, never a call still running beside it."""
+        deadline = time.monotonic() + SETTLE_WAIT
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            lines = [e for e in entries(self.world.box.ledger) if e.get("pid") == self.proc.pid]
+            taken = {e["call"] for e in lines if e["phase"] == "call"}
+            if taken <= {e["call"] for e in lines if e["phase"] == "answer"}:
+                return
+            time.sleep(0.01)
 
     def restart(self) -> None:
         """The mcp-restart fault: the server dies at once, with what it was running (an answer it had not

@@ -23,6 +23,7 @@ from typing import Any
 from chaos.contract.framing import committed_length
 from chaos.errors import InternalError, Interrupted, UsageError
 from chaos.fault.base import FailingCalls, Misbehaviour
+from chaos.ledger import STARTS
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits
@@ -38,7 +39,7 @@ from chaos.world.world import World
 
 
 def _effect_starts(ledger: list[dict[str, Any]]) -> list[str]:
-    return [e["effect"] for e in ledger if e["phase"] == "start"]
+    return [e["effect"] for e in ledger if e["phase"] in STARTS]
 
 
 @dataclass(frozen=True)
@@ -305,6 +306,10 @@ def phase_steps(
             phase.log_after = world.log()
         if keep is not None:
             keep(phase)
+    if world.settle_tools is not None and not handed_on:  # a call the server held goes on without the agent
+        if trigger is not None:
+            trigger.disarm()
+        world.settle_tools()
     settle(world, phase, proc, started, exited or handed_on, before)
     if durability is not None:
         phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger

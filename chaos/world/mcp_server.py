@@ -15,7 +15,9 @@ Every ``tools/call`` is written to the effect ledger twice, each line with the c
 intents the session log held durable at that moment, as ``$CHAOS_EFFECT`` records them) and phase
 ``answer`` (the text returned, whether it was an error, and how it was delivered). The scenario's own effects (``$CHAOS_EFFECT deploy`` inside a
 script the ``bash`` tool runs) and their gates work as they do in-process: a gate holds the call at the
-server. The gates of the phase now running are read from the gate directory's ``active`` file at each
+server. Each call is an effect of its own too (``mcp:NAME``, numbered among that tool's calls), with
+the same two gates: held running at the server (before its tool runs) and done there (its answer not
+sent), so every call an agent makes is a place a crash lands, not only the scenario's effects. The gates of the phase now running are read from the gate directory's ``active`` file at each
 call (the phase changes; a long-lived server does not).
 
 The server fails the way real ones do when a fault asks it to (``chaos.fault.mcp``): the fault writes
@@ -55,7 +57,7 @@ from chaos.bundled.targets.reference.tools import (  # type: ignore[import-not-f
     ToolFailure,
     run_tool,
 )
-from chaos.ledger import record
+from chaos.ledger import gate, numbered, record
 from chaos.world.ledger import intents
 
 ACTIVE = "active"  # the gate directory's file naming the gates of the phase now running
@@ -111,11 +113,18 @@ class Tools:
             "call": number,
             "request": request,
         }
-        record(self.ledger, {**entry, "phase": "call", "time": time.time(), **intents(self.log_glob)})
+        effect = entry["effect"]
+        occurrence = numbered(
+            self.ledger, effect, {**entry, "phase": "call", "time": time.time(), **intents(self.log_glob)}
+        )
+        gate(f"{effect}.during", occurrence)  # held with the call running at the server (effect-running)
         try:
             text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True
         except ToolFailure as err:
             text, ok = str(err), False
+        gate(
+            f"{effect}.after", occurrence
+        )  # held with the call done there, its answer not sent (effect-done)
         delivered = self._spoil()
         answer = {"phase": "answer", "time": time.time(), "result": text, "ok": ok, "delivered": delivered}
         record(self.ledger, {**entry, **answer})

@@ -50,6 +50,7 @@ class World:
     mcp_url: str = ""
     closers: list[Callable[[], None]] = field(default_factory=list)
     restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
+    settle_tools: Callable[[], None] | None = None  # waits for that server to answer the calls it took
 
     @property
     def log_glob(self) -> str:
