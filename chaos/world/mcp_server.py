@@ -13,19 +13,21 @@ server goes on and completes the effect. This program is that server. It runs ap
 Every ``tools/call`` is written to the effect ledger twice, each line with the call's JSON-RPC id
 (``request``) and the server's own number for it (``call``): phase ``call`` (the arguments, and the
 intents the session log held durable at that moment, as ``$CHAOS_EFFECT`` records them) and phase
-``answer`` (the text returned, whether it was an error, and how it was delivered). The scenario's own effects (``$CHAOS_EFFECT deploy`` inside a
-script the ``bash`` tool runs) and their gates work as they do in-process: a gate holds the call at the
-server. Each call is an effect of its own too (``mcp:NAME``, numbered among that tool's calls), with
-the same two gates: held running at the server (before its tool runs) and done there (its answer not
-sent), so every call an agent makes is a place a crash lands, not only the scenario's effects. The gates of the phase now running are read from the gate directory's ``active`` file at each
-call (the phase changes; a long-lived server does not).
+``answer`` (the text returned, whether it was an error, and how it was delivered: ``delivered``). Each
+call is an effect of its own (``mcp:NAME``, numbered among that tool's calls) with the two gates of any
+effect: held running at the server (before its tool runs) and done there (its answer not sent), so
+every call an agent makes is a place a crash lands. The scenario's own effects (``$CHAOS_EFFECT deploy``
+inside a script the ``bash`` tool runs) and their gates work as they do in-process. The gates of the
+phase now running are read from the gate directory's ``active`` file at each call (the phase changes;
+a long-lived server does not).
 
 The server fails the way real ones do when a fault asks it to (``chaos.fault.mcp``): the fault writes
 the gate directory's ``spoil`` file while the server holds a call, and the call, once it has run, is
 answered that way: ``error`` (a JSON-RPC error: its handler failed after the work was done), ``cut``
 (the answer's stream stops half-way and the connection closes), ``session-lost`` (the connection
-closes with no answer, and the session is forgotten: a request naming it is answered 404, and the client
-must initialize a new one; a client of the 2026 protocol has no session, and loses the answer alone). The ledger's ``answer`` line says what was delivered (``delivered``).
+closes with no answer, and the session is forgotten: a request naming it is answered 404, and the
+client must initialize a new one; a client of the 2026 protocol has no session, and loses the answer
+alone).
 
 It is run by chaos (``python -m chaos.world.mcp_server``), never imported by it: it imports the SDK.
 """
@@ -106,25 +108,23 @@ class Tools:
         with self.lock:
             self.calls += 1
             number = self.calls
+        effect = f"mcp:{name}"
         entry = {
-            "effect": f"mcp:{name}",
+            "effect": effect,
             "arguments": arguments,
             "pid": os.getpid(),
             "call": number,
             "request": request,
         }
-        effect = entry["effect"]
         occurrence = numbered(
             self.ledger, effect, {**entry, "phase": "call", "time": time.time(), **intents(self.log_glob)}
         )
-        gate(f"{effect}.during", occurrence)  # held with the call running at the server (effect-running)
+        gate(f"{effect}.during", occurrence)  # effect-running: held before its tool runs
         try:
             text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True
         except ToolFailure as err:
             text, ok = str(err), False
-        gate(
-            f"{effect}.after", occurrence
-        )  # held with the call done there, its answer not sent (effect-done)
+        gate(f"{effect}.after", occurrence)  # effect-done: held once it ran, its answer not sent
         delivered = self._spoil()
         answer = {"phase": "answer", "time": time.time(), "result": text, "ok": ok, "delivered": delivered}
         record(self.ledger, {**entry, **answer})
