@@ -292,18 +292,20 @@ def test_the_pytest_plugin_runs_the_scenario_as_written(tmp_path: Path) -> None:
 
 
 def test_a_sweep_keeps_its_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--budget: no case starts after it, so a sweep overruns by at most the cases already running."""
+    """--budget: no case starts after it, so a sweep overruns by at most the cases already running. The
+    budget is shorter than the clean run (a cold and a warm one), so it runs out on any machine: with
+    warm starts the whole --fault kill sweep of full-workflow can end in four seconds."""
     path = str(REPO / "scenarios" / "full-workflow.toml")
     began = time.monotonic()
     code, out = _sweep(
-        capsys, path, "--budget", "4", "-j", "2", "--results", str(tmp_path / "r"), "--mine", "none"
+        capsys, path, "--budget", "1", "-j", "2", "--results", str(tmp_path / "r"), "--mine", "none"
     )
     spent = time.monotonic() - began
     summary = _summary(tmp_path / "r")
     assert code == 0, out
     assert summary["notRun"] and "not run: the budget ran out" in out
     longest = max(v["seconds"] for v in summary["verdicts"])
-    assert spent <= 4 + longest + 3, (spent, longest)
+    assert spent <= 1 + longest + 3, (spent, longest)
 
 
 def test_a_sweep_never_mines_into_files_git_tracks_unless_told_to(tmp_path: Path) -> None:
