@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from chaos.fault import FAULTS
 from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
-from chaos.scenario.target import Target
+from chaos.scenario.target import Target, fault_unavailable
 
 DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
 FILES = {"README.md": WorkspaceFile("hello\n"), "deploy.sh": DEPLOY}
@@ -70,7 +70,7 @@ def _usable(faults: tuple[str, ...], target: Target) -> list[str]:
         f
         for f in faults
         if (target.capabilities.abort or "abort" not in FAULTS[f].needs)
-        and (not target.own_tools or FAULTS[f].unavailable_on_store() is None)
+        and fault_unavailable(target, FAULTS[f]) is None
     ]
 
 

@@ -1,7 +1,8 @@
 """Stopping a framework agent exactly at a commit of its store, and seeing what was durable at each effect.
 
 The tracer needs no change: the traps that judge a session log's writes see a
-SQLite commit too. For a ``sqlite-wal`` store a commit is the write of a WAL
+SQLite commit too (a store on a database server commits on the wire: the
+world's relay sees it, ``over_wire``, with the agent waiting for the answer). For a ``sqlite-wal`` store a commit is the write of a WAL
 frame whose header carries the database size (``chaos.store.sqlite``): the
 24-byte header, then its page; the commit is made when that page's write
 returns, and the agent is stopped right there. For a ``line`` store a commit is
@@ -51,8 +52,8 @@ class Commits:
 
     def _mine(self, path: str) -> bool:
         """A write to the store: its WAL (sqlite-wal) or its file (line)."""
-        if not path.startswith(str(self.workspace) + os.sep):
-            return False
+        if self.store.commit == "wire" or not path.startswith(str(self.workspace) + os.sep):
+            return False  # (a server store's commits are the relay's to see)
         relative = os.path.relpath(path, self.workspace)
         if self.store.commit == "sqlite-wal":
             if not relative.endswith("-wal"):
@@ -69,6 +70,11 @@ class Commits:
 
     def view(self) -> View:
         return self.store.view(self.workspace, self.path)
+
+    def over_wire(self) -> None:
+        """A commit of a server store, its answer held at the relay (``chaos.world.pgwire``): made then."""
+        self.begun += 1
+        self.count += 1
 
     def _synced(self, path: str | None) -> None:
         """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""

@@ -242,6 +242,8 @@ def phase_steps(
     stopper = Stopper(
         trigger, crash, log, signal.Signals[abort], pause, durability, commits, phase.view_before
     )
+    if world.relay is not None and commits is not None:
+        world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire
     if fault is not None and trigger is not None:
         fault.arm(_Arming(world, trigger, stopper))
     if fault is not None and fault.cuts_to_synced and durability is not None:
@@ -284,6 +286,8 @@ def phase_steps(
         handed_on = stopper.frozen and not exited
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         stopper.release()
+        if world.relay is not None:
+            world.relay.on_commit = None
         world.durable_limit = None
         if handed_on:
             phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
@@ -320,7 +324,7 @@ def phase_steps(
     if phase.killed or handed_on:
         phase.outcome = None
     if at_commit:
-        phase.reached, phase.mechanism = stopper.stopped, "ptrace"
+        phase.reached, phase.mechanism = stopper.stopped, "wire" if world.relay is not None else "ptrace"
         phase.late_facts = stopper.late_commits
         phase.exact = stopper.stopped and phase.late_facts == 0
     if trigger is not None:

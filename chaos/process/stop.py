@@ -159,6 +159,7 @@ class Stopper:
         self._tearing = False
         self._next_fact: Watch | None = None  # abort then kill: the next fact the agent commits
         self._lock = threading.Lock()
+        self._wire = threading.Lock()  # one commit on the wire at a time (the relay serves each connection)
         self._asking = threading.Event()  # the tracer thread waits at the boundary for a person
         self._answered = threading.Event()
 
@@ -245,15 +246,32 @@ class Stopper:
         """A framework's store: each commit the tracer sees, judged against the store boundary."""
         assert self.commits is not None
         asked, committed = self.commits.observe(pid, tag)
+        if committed:
+            self._committed()
+        return asked
+
+    def _committed(self) -> None:
+        """A commit was just made (the ``commits.count``-th): is it the boundary?"""
+        assert self.commits is not None
         boundary = self.at_commit
-        if not committed or boundary is None or self.stopped:
-            return asked
+        if boundary is None or self.stopped:
+            return
         if boundary.what != "commit":
             self.views.append(self.commits.view())
         if reached(boundary, self.commits.count, self.views, self.base):
             self.begun_at_stop = self.commits.begun
             self.fire()
-        return asked
+
+    def at_wire_commit(self) -> bool:
+        """The world's relay holds a server store's answer to a commit (the relay's thread; the agent waits
+        for it): judged as any commit, and on a slow disk held its time. Whether the answer may go on (no:
+        the agent was killed here, and never learns of its commit)."""
+        assert self.commits is not None
+        with self._wire:
+            self.commits.over_wire()
+            time.sleep(self.commits.delay)
+            self._committed()
+            return not self.killed
 
     def _judge(self, pid: int, tag: int) -> bool:
         if self.stopped and self._tearing:

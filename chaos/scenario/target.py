@@ -23,7 +23,7 @@ from chaos.errors import SpecError
 from chaos.fault import FAULTS, Fault
 from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.strict_toml import MISSING, Table
-from chaos.store.base import known
+from chaos.store.base import known, store_named
 
 GUIDE = "docs/own-agent.md"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
@@ -44,6 +44,8 @@ PLACEHOLDERS = {
     "mcp_url": 'the URL of the world\'s MCP server of the workspace tools (Streamable HTTP; with mcp = "http")',
     "mcp_command": "the command that starts the world's MCP server of the workspace tools over stdio, as a "
     'JSON list (with mcp = "stdio")',
+    "postgres_url": "the URL of the world's PostgreSQL server, through the relay that sees each commit "
+    "(postgresql://chaos@127.0.0.1:PORT/chaos?sslmode=disable; with a [store] kind on a server)",
 }
 MCP_PLACEHOLDER = {"http": "mcp_url", "stdio": "mcp_command"}
 # The deadline a case whose fault withholds an answer gives an agent that takes ``{request_deadline}``: the
@@ -213,13 +215,15 @@ def _fixtures(top: Table, path: Path) -> Path | None:
 def load_target(path: Path) -> Target:
     top = Table.top(path)
     mcp = top.choice("mcp", MCP_TRANSPORTS, None)
-    common = set(PLACEHOLDERS) - {"prompt", "session_id", *MCP_PLACEHOLDER.values()}
+    common = set(PLACEHOLDERS) - {"prompt", "session_id", "postgres_url", *MCP_PLACEHOLDER.values()}
     if mcp is not None:
         common.add(MCP_PLACEHOLDER[mcp])
     start = top.strings("start")
     resume = top.strings("resume")
     compact = top.strings("compact", None)
     store = _store(top)
+    if store is not None and store_named(store.kind).server == "postgres":
+        common.add("postgres_url")
     for key, argv, extra in (
         ("start", start, {"prompt", "session_id"} if store else {"prompt"}),
         ("resume", resume, {"session_id"}),
@@ -404,10 +408,11 @@ def fault_unavailable(target: Target, fault: Fault) -> str | None:
     """Why ``fault`` can land nowhere on ``target`` (the fault says so itself), or None when it can."""
     if target.store is None:
         return None
-    why = fault.unavailable_on_store()
+    commit = store_named(target.store.kind).commit
+    why = fault.unavailable_on_store(commit)
     if why is None:
         return None
-    lands = ", ".join(name for name, f in FAULTS.items() if f.unavailable_on_store() is None)
+    lands = ", ".join(name for name, f in FAULTS.items() if f.unavailable_on_store(commit) is None)
     return f"{why} (target {target.name}); the faults that land on a store: {lands}"
 
 
@@ -432,7 +437,7 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
                 f"{target.store.kind} store; crash it at commit, call-durable[tool=NAME], "
                 "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
             )
-        unavailable = crash.kind.unavailable_on_store() if target.store is not None else None
+        unavailable = fault_unavailable(target, crash.kind)
         if unavailable:
             return unavailable
     return None

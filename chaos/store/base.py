@@ -111,8 +111,12 @@ class Store(ABC):
 
     name: ClassVar[str]
     # How a commit shows at the tracer: "sqlite-wal" (the write that completes a WAL commit frame) or
-    # "line" (a write that ends with a newline to the store's file).
+    # "line" (a write that ends with a newline to the store's file), or "wire" (a server store: the answer
+    # to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
+    server: ClassVar[str | None] = (
+        None  # the database server the world runs for it (``chaos.process.postgres``)
+    )
     description: ClassVar[str]
 
     def files(self, workspace: Path, path: str) -> list[Path]:

@@ -26,6 +26,7 @@ import sqlite3
 from typing import Any
 
 from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import Blind, SqliteStore
 
 # The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules)
@@ -106,4 +107,12 @@ class DbosStore(SqliteStore):
         )
 
 
+class DbosPostgresStore(ServerStore, DbosStore):
+    """The same tables in the ``dbos`` schema of a PostgreSQL system database (DBOS's default there)."""
+
+    name = "dbos-postgres"
+    description = "DBOS Transact's system database on the world's PostgreSQL server: recorded step outputs"
+
+
 DBOS_STORE = register(DbosStore())
+register(DbosPostgresStore())

@@ -13,12 +13,14 @@ writes and re-runs only the tasks that have none, so both count. Needs
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import Blind, SqliteStore, rows
 
 # The tool call ids chaos's model server invents (``chaos.world.protocols``): a string of this shape in a
@@ -80,6 +82,44 @@ def _found(connection: sqlite3.Connection) -> _Found:
     return found
 
 
+def _found_postgres(connection: sqlite3.Connection) -> _Found:
+    """``_found`` over the tables of LangGraph's ``PostgresSaver`` (copied from the server,
+    ``chaos.store.postgres``), read as that saver reads them: a checkpoint's JSON keeps its plain channel
+    values, the rest are blobs of the channel's version; pending writes are the checkpoint's writes."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # the saver's default serializer
+
+    serde = JsonPlusSerializer()
+    found = _Found()
+    spaces = connection.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints ORDER BY 2, 1")
+    for thread, namespace in list(spaces):
+        where = (thread, namespace)
+        checkpoint_id, text = connection.execute(
+            "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            where,
+        ).fetchone()
+        checkpoint = json.loads(text)
+        values = dict(checkpoint.get("channel_values") or {})
+        for channel, version in (checkpoint.get("channel_versions") or {}).items():
+            blob = connection.execute(
+                "SELECT type, blob FROM checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND channel = ? AND version = ?",
+                (*where, channel, str(version)),
+            ).fetchone()
+            if blob is not None and blob[0] != "empty":
+                values[channel] = serde.loads_typed((blob[0], blob[1]))
+        writes = connection.execute(
+            "SELECT type, blob FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? "
+            "AND checkpoint_id = ? ORDER BY task_path, task_id, idx",
+            (*where, checkpoint_id),
+        )
+        found.walk(values)
+        found.walk([serde.loads_typed((kind, blob)) for kind, blob in writes])
+        if namespace == "":
+            found.root = len(found.messages)
+    return found
+
+
 class LangGraphStore(SqliteStore):
     name = "langgraph"
     marker = "checkpoints"
@@ -88,7 +128,7 @@ class LangGraphStore(SqliteStore):
     def from_database(self, connection: sqlite3.Connection) -> View:
         count = rows(connection)
         try:
-            found = _found(connection)
+            found = self.found(connection)
         except NotImplementedError as err:  # a serializer of the app's own: LangGraph's reader cannot say
             raise Blind(
                 f"LangGraph's default serializer cannot decode the checkpoints ({err}): {SERDE}"
@@ -119,5 +159,20 @@ class LangGraphStore(SqliteStore):
             inputs=tuple(inputs),
         )
 
+    def found(self, connection: sqlite3.Connection) -> _Found:
+        return _found(connection)
+
+
+class LangGraphPostgresStore(ServerStore, LangGraphStore):
+    name = "langgraph-postgres"
+    description = (
+        "LangGraph's PostgresSaver on the world's PostgreSQL server: checkpoints, blobs and pending writes "
+        "(langgraph-checkpoint-postgres)"
+    )
+
+    def found(self, connection: sqlite3.Connection) -> _Found:
+        return _found_postgres(connection)
+
 
 LANGGRAPH = register(LangGraphStore())
+register(LangGraphPostgresStore())

@@ -24,11 +24,13 @@ import psutil
 
 from chaos.errors import InternalError
 from chaos.scenario.model import WorkspaceFile, files_problem
+from chaos.store.postgres import SERVER_DIR
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 PREFIX = "chaos-"
 OWNER = ".chaos-owner"
-LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER})  # what a sandbox root may hold
+# what a sandbox root may hold (and the folder of the world's database server, chaos.store.postgres)
+LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_DIR})
 
 
 @dataclass

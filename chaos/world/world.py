@@ -26,6 +26,7 @@ from chaos.scenario.target import Target, cwd_problem, fill, phase_limit, placeh
 from chaos.secrets import register_env
 from chaos.store import Store, store_named
 from chaos.world.model_server import ModelServer
+from chaos.world.pgwire import Relay
 from chaos.world.sandbox import Sandbox, make_sandbox
 
 
@@ -51,6 +52,11 @@ class World:
     closers: list[Callable[[], None]] = field(default_factory=list)
     restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
     settle_tools: Callable[[], None] | None = None  # waits for that server to answer the calls it took
+    # where a target's store lives on a PostgreSQL server (``chaos.process.postgres``): the URL the agent
+    # connects to (``{postgres_url}``: the relay), the relay (it sees each commit), and a server crash
+    database_url: str = ""
+    relay: Relay | None = None
+    restart_database: Callable[[], None] | None = None
 
     @property
     def log_glob(self) -> str:
@@ -107,6 +113,7 @@ class World:
             tools_json=json.dumps(config.tools, sort_keys=True),
             request_deadline=f"{self.deadline:g}" if self.deadline is not None else "",
             mcp_url=self.mcp_url,
+            postgres_url=self.database_url,
             mcp_command=json.dumps(self.mcp_command()),
         )
 

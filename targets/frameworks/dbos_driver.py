@@ -1,4 +1,4 @@
-"""Run a DBOS workflow on a SQLite system database, and recover it from there after a crash.
+"""Run a DBOS workflow on a SQLite (or PostgreSQL) system database, and recover it from there after a crash.
 
     python -m chaos.bundled.targets.frameworks.dbos_driver --db dbos.sqlite --workflow W "PROMPT"
     python -m chaos.bundled.targets.frameworks.dbos_driver --db dbos.sqlite --workflow W --resume
@@ -7,7 +7,8 @@
 runs it under the workflow id chaos gives; a resume launches DBOS, which recovers the pending workflows
 as it does after any crash, and waits for that one's result (a workflow that never became durable: there
 is nothing to resume). The system database is put in WAL mode first (SQLite's mode for a database other
-threads read: the commit chaos stops at is a WAL frame). DBOS 3 starts no server: nothing listens.
+threads read: the commit chaos stops at is a WAL frame); a ``--db`` that is a PostgreSQL URL is DBOS's
+system database as it is. DBOS 3 starts no server: nothing listens.
 Exit 0: completed; 1: the workflow failed.
 """
 
@@ -27,9 +28,13 @@ def main(argv: list[str]) -> int:
     )
     args = options.parse_args(argv)
     workflow = load(args.app, args.db)
-    with sqlite3.connect(args.db) as connection:
-        connection.execute("PRAGMA journal_mode=WAL")
-    config: DBOSConfig = {"name": "chaos-agent", "system_database_url": f"sqlite:///{args.db}"}
+    if args.db.startswith(("postgresql://", "postgres://")):
+        url = args.db  # a PostgreSQL system database (DBOS makes its schema, dbos, itself)
+    else:
+        with sqlite3.connect(args.db) as connection:
+            connection.execute("PRAGMA journal_mode=WAL")
+        url = f"sqlite:///{args.db}"
+    config: DBOSConfig = {"name": "chaos-agent", "system_database_url": url}
     DBOS(config=config)
     DBOS.launch()  # recovers this executor's pending workflows, each on a thread of its own
     try:

@@ -9,7 +9,9 @@ graph. ``--durability`` is LangGraph's: ``sync`` writes each step's checkpoint
 before the next step starts, ``async`` (LangGraph's default) writes it while the
 next step runs. ``--saver async`` runs the graph as an asyncio application does:
 on ``AsyncSqliteSaver`` (aiosqlite: the same file format, written from a thread of
-its own) with ``ainvoke``. A resume invokes the graph with no input, as LangGraph
+its own) with ``ainvoke``. ``--db`` may be a PostgreSQL URL (``postgresql://...``): the graph then
+checkpoints with ``PostgresSaver`` (``--saver async``: ``AsyncPostgresSaver``), its tables made by the
+saver's own ``setup()``. A resume invokes the graph with no input, as LangGraph
 resumes a thread; a thread with nothing left to run adds nothing. A graph that
 asks for approval (``interrupt()``) is approved at once (``Command(resume=True)``),
 and a resume finds a parked approval and gives it. Exit 0: completed.
@@ -18,8 +20,10 @@ and a resume finds a parked approval and gives it. Exit 0: completed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import sys
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -29,7 +33,7 @@ from langgraph.types import Command
 from .loading import load, parser
 
 
-def compiled(app: Any, saver: SqliteSaver | AsyncSqliteSaver) -> Any:
+def compiled(app: Any, saver: Any) -> Any:
     return app.compile(checkpointer=saver) if hasattr(app, "compile") else app(saver)
 
 
@@ -49,8 +53,37 @@ def _input(args: Any, snapshot: Any) -> Any:
     return None
 
 
+def _on_server(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+@contextlib.contextmanager
+def _saver(db: str) -> Iterator[Any]:
+    if not _on_server(db):
+        yield SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+        return
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(db) as saver:
+        saver.setup()
+        yield saver
+
+
+@contextlib.asynccontextmanager
+async def _async_saver(db: str) -> AsyncIterator[Any]:
+    if not _on_server(db):
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(db) as server_saver:
+        await server_saver.setup()
+        yield server_saver
+
+
 async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
-    async with AsyncSqliteSaver.from_conn_string(args.db) as saver:
+    async with _async_saver(args.db) as saver:
         graph = compiled(app, saver)
         given = _input(args, await graph.aget_state(config) if args.resume else None)
         if given is ...:
@@ -74,14 +107,15 @@ def main(argv: list[str]) -> int:
     config = {"configurable": {"thread_id": args.thread}}
     if args.saver == "async":
         return asyncio.run(_run_async(args, app, config))
-    graph = compiled(app, SqliteSaver(sqlite3.connect(args.db, check_same_thread=False)))
-    given = _input(args, graph.get_state(config) if args.resume else None)
-    if given is ...:
-        print("nothing to resume")
-        return 0
-    result = graph.invoke(given, config, durability=args.durability)
-    while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
-        result = graph.invoke(APPROVE, config, durability=args.durability)
+    with _saver(args.db) as saver:
+        graph = compiled(app, saver)
+        given = _input(args, graph.get_state(config) if args.resume else None)
+        if given is ...:
+            print("nothing to resume")
+            return 0
+        result = graph.invoke(given, config, durability=args.durability)
+        while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
+            result = graph.invoke(APPROVE, config, durability=args.durability)
     print(result["messages"][-1].content)
     return 0
 

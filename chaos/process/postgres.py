@@ -1,0 +1,233 @@
+"""The world's PostgreSQL server: a real one per case, for a target whose store lives on one.
+
+The server binaries are the system's (Debian's ``postgresql`` package:
+``/usr/lib/postgresql/N/bin``, or ``initdb`` and ``postgres`` on PATH); where
+they are missing the target is unusable (exit 2, with the package to install).
+A cluster is made once per chaos process (``initdb``, half a second) with the
+database ``chaos``; each case copies it into its sandbox (about 40 MB, a few
+hundredths of a second) and starts its own server on it, listening on a Unix
+socket in the sandbox only. Case by case nothing is shared: no database to
+clean, no connection of one case meeting the next; the server starts in well
+under a second (measured in the README). It runs in a cage of its own
+(``chaos.process.contain``), so it and every backend go with the world, and a
+chaos killed outright leaves nothing running (the next chaos removes the
+sandbox and the cage, as it does for its own).
+
+The server keeps ``fsync`` off: a process kill (of the agent, or of the server
+itself) loses nothing the kernel has, and ``synchronous_commit`` stays on, so a
+commit is written before the server answers it. As root (a container), the
+server runs as the ``postgres`` user (PostgreSQL refuses root), and its folder
+is that user's.
+
+The agent reaches it through the relay (``chaos.world.pgwire``) at
+``{postgres_url}``; chaos reads it directly (``chaos.store.postgres``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import glob
+import importlib.util
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from chaos.errors import TargetUnusable
+from chaos.process.contain import Cage
+from chaos.store.postgres import DATABASE, PORT, USER, dsn, server_dir
+from chaos.world.pgwire import Relay
+from chaos.world.world import World
+
+READY_WAIT = 30.0  # seconds a server has to accept connections
+INSTALL = "install PostgreSQL's server (Debian: apt-get install postgresql), or put its bin folder on PATH"
+SETTINGS = [
+    "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
+    "-c", "shared_buffers=16MB", "-c", "max_connections=40", "-c", "unix_socket_permissions=0777",
+]  # fmt: skip
+
+
+def binaries() -> Path:
+    """The folder of ``initdb`` and ``postgres``: the newest Debian version's, else PATH's."""
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name))
+    for folder in reversed(versions):
+        if (Path(folder) / "postgres").is_file() and (Path(folder) / "initdb").is_file():
+            return Path(folder)
+    found = shutil.which("postgres")
+    if found and shutil.which("initdb"):
+        return Path(found).resolve().parent
+    raise TargetUnusable(f"no PostgreSQL server here (initdb and postgres not found): {INSTALL}")
+
+
+def _user() -> tuple[int, int] | None:
+    """The user the server runs as, when chaos is root (None: chaos's own)."""
+    if os.getuid() != 0:
+        return None
+    try:
+        found = pwd.getpwnam("postgres")
+    except KeyError:
+        found = pwd.getpwnam("nobody")
+    return found.pw_uid, found.pw_gid
+
+
+def _own(path: Path) -> None:
+    """``path`` (and what it holds) belongs to the server's user."""
+    user = _user()
+    if user is None:
+        return
+    for folder, _, names in os.walk(path):
+        os.chown(folder, *user)
+        for name in names:
+            os.chown(os.path.join(folder, name), *user)
+
+
+def _as_server(cage: Cage | None = None) -> None:
+    """The server process's first step: join its cage, then become the server's user."""
+    if cage is not None:
+        cage.enter()
+    user = _user()
+    if user is not None:
+        os.setgid(user[1])
+        os.setuid(user[0])
+
+
+def _run(argv: list[str], stdin: str = "") -> None:
+    done = subprocess.run(argv, input=stdin.encode(), capture_output=True, preexec_fn=_as_server, timeout=120)
+    if done.returncode != 0:
+        raise TargetUnusable(
+            f"{argv[0]} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-400:]}"
+        )
+
+
+_MADE: list[Path] = []
+_MAKING = threading.Lock()
+
+
+def _template() -> Path:
+    """This chaos process's cluster, made once (sweep workers share it): the superuser and database
+    ``chaos``, trusted locally."""
+    with _MAKING:
+        if not _MADE:
+            _MADE.append(_initdb())
+        return _MADE[0]
+
+
+def _initdb() -> Path:
+    bin_dir = binaries()
+    folder = Path(tempfile.mkdtemp(prefix="chaos-postgres-"))
+    atexit.register(shutil.rmtree, folder, True)
+    os.chmod(folder, 0o755)
+    data = folder / "data"
+    _own(folder)
+    _run([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync",
+          "--locale=C.UTF-8"])  # fmt: skip
+    _run(
+        [str(bin_dir / "postgres"), "--single", "-D", str(data), "postgres"], f"CREATE DATABASE {DATABASE};\n"
+    )
+    return data
+
+
+class Server:
+    """One case's server on its copy of the cluster, in the sandbox, and the relay in front of it."""
+
+    def __init__(self, world: World) -> None:
+        self.folder = server_dir(world.box.workspace)
+        self.data = self.folder / "data"
+        template = _template()
+        world.box.root.chmod(0o711)  # the server's user reaches its folder, and lists nothing else
+        shutil.copytree(template, self.data, symlinks=True)
+        self.data.chmod(0o700)
+        _own(self.folder)
+        self.log = world.box.home / "postgres.log"
+        self.cage: Cage | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+        self.relay = Relay(str(self.folder / f".s.PGSQL.{PORT}"))
+
+    @property
+    def url(self) -> str:
+        """What the agent connects to: the relay, without TLS (it has none to offer)."""
+        return f"postgresql://{USER}@127.0.0.1:{self.relay.port}/{DATABASE}?sslmode=disable"
+
+    def start(self) -> None:
+        self.cage = Cage()
+        argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.folder), "-p", str(PORT),
+                *SETTINGS]  # fmt: skip
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=lambda: _as_server(self.cage),
+                env={"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"},
+            )
+        self._ready()
+
+    def _ready(self) -> None:
+        import psycopg
+
+        workspace = self.folder.parent / "workspace"
+        deadline = time.monotonic() + READY_WAIT
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-600:]
+                raise TargetUnusable(
+                    f"the world's PostgreSQL server did not start ({self.proc.returncode}): {tail}"
+                )
+            try:
+                psycopg.connect(dsn(workspace), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TargetUnusable(
+                        f"the world's PostgreSQL server did not answer in {READY_WAIT:g} s"
+                    ) from None
+                time.sleep(0.01)
+
+    def stop(self) -> None:
+        """The server dies at once with every backend (SIGKILL: what it committed is on disk)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, 9)
+        if self.cage is not None:
+            self.cage.remove()
+        self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        """A server crash: every backend gone, the connections through the relay cut, and a new server
+        recovering the same data (its own crash recovery) on the same socket."""
+        self.stop()
+        self.relay.cut()
+        (self.folder / f".s.PGSQL.{PORT}").unlink(missing_ok=True)
+        self.start()
+
+    def close(self) -> None:
+        self.relay.close()
+        self.stop()
+
+
+def serve_database(world: World) -> None:
+    """Start the world's PostgreSQL server where its target's store lives on one."""
+    store = world.store
+    if store is None or store.server != "postgres":
+        return
+    missing = [name for name in ("psycopg",) if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TargetUnusable(
+            f"{world.target.path}: [store] kind = {store.name!r} is read from a PostgreSQL server with psycopg, "
+            "which is not installed here; install it with: pip install 'chaos[postgres]'"
+        )
+    server = Server(world)
+    world.closers.append(server.close)
+    world.database_url, world.relay, world.restart_database = server.url, server.relay, server.restart

@@ -1,0 +1,235 @@
+"""A PostgreSQL wire-protocol relay: where a server store's commit becomes durable, seen from outside.
+
+With a store on a database server the durable point is the server's answer to
+a commit, not a local sync: once the server sends it, the transaction is
+committed whatever happens to the agent; until the agent has read it, the agent
+does not know. The relay sits between the agent and the server (the agent's
+``{postgres_url}`` points at it) and reads the server's side of each
+connection (protocol 3, the one every client speaks): ``CommandComplete``
+tags and ``ReadyForQuery`` transaction states. A transaction that wrote
+(``INSERT``, ``UPDATE``, ``DELETE``, ``MERGE``, ``COPY``, DDL) commits at
+the ``CommandComplete`` of its ``COMMIT`` (an explicit transaction: the server
+committed before it sent that) or at the ``ReadyForQuery`` that ends an
+implicit one (autocommit: the extended protocol commits at ``Sync``). Those
+messages are held until ``on_commit`` said what to do: called with the agent
+still waiting for its answer, it may kill the agent there, which then never
+learns its commit happened (``commit#k``, exactly). Everything else passes as
+it comes, byte for byte.
+
+``Commits`` (the state of one connection) is pure over the bytes it is fed;
+the sockets are ``Relay``'s. The agent connects over TCP on 127.0.0.1 without
+TLS (the relay answers a TLS request "no", as a server without TLS does); the
+relay reaches the server on its Unix socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# CommandComplete tags (their first word) of statements that change what the database holds
+WRITES = frozenset(
+    [
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "COPY",
+        "CREATE",
+        "ALTER",
+        "DROP",
+        "TRUNCATE",
+        "GRANT",
+        "REVOKE",
+        "COMMENT",
+        "REFRESH",
+    ]
+)
+# Requests a client may send before its startup message, answered with one byte ("N": not supported)
+SSL_REQUEST, GSS_REQUEST = 80877103, 80877104
+# Backend messages after which the server waits for the client (flushed at once, never held)
+WAITS = frozenset(b"GWR")
+
+
+@dataclass
+class Piece:
+    """Bytes to pass on to the client; ``commit``: they tell it a transaction that wrote committed."""
+
+    data: bytes
+    commit: bool = False
+
+
+@dataclass
+class Commits:
+    """The server's side of one connection, message by message: what may pass now, and the commits."""
+
+    _buffer: bytearray = field(default_factory=bytearray)
+    _held: bytearray = field(default_factory=bytearray)
+    wrote: bool = False  # the open transaction (or the statement running outside one) wrote
+
+    def feed(self, data: bytes) -> list[Piece]:
+        """The pieces ``data`` completes, in order; a partial message waits for the rest."""
+        self._buffer += data
+        out: list[Piece] = []
+        passing = bytearray()
+        while len(self._buffer) >= 5:
+            kind = self._buffer[0]
+            length = struct.unpack("!I", self._buffer[1:5])[0]
+            if len(self._buffer) < 1 + length:
+                break
+            message = bytes(self._buffer[: 1 + length])
+            del self._buffer[: 1 + length]
+            body = message[5:]
+            if kind == ord("C"):
+                tag = body.rstrip(b"\0").decode("ascii", "replace")
+                word = tag.split(" ", 1)[0]
+                if word in WRITES:
+                    self.wrote = True
+                elif tag == "ROLLBACK":
+                    self.wrote = False
+                elif tag == "COMMIT" and self.wrote:
+                    self._held += message  # the transaction is committed: the client must not know yet
+                    continue
+            if self._held or (kind == ord("Z") and body[:1] == b"I" and self.wrote):
+                if kind == ord("Z"):
+                    if passing:
+                        out.append(Piece(bytes(passing)))
+                        passing.clear()
+                    out.append(Piece(bytes(self._held) + message, commit=True))
+                    self._held.clear()
+                    self.wrote = False
+                    continue
+                self._held += message
+                continue
+            if kind == ord("Z") and body[:1] == b"E":
+                self.wrote = False  # a failed transaction ends in a rollback, whatever the client says
+            passing += message
+            if kind in WAITS:
+                out.append(Piece(bytes(passing)))
+                passing.clear()
+        if passing:
+            out.append(Piece(bytes(passing)))
+        return out
+
+
+def _exactly(sock: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("closed during the startup")
+        data += chunk
+    return data
+
+
+def _startup(client: socket.socket) -> bytes:
+    """The client's startup message, TLS and GSS requests refused on the way, as a server without them."""
+    while True:
+        head = _exactly(client, 8)
+        length, code = struct.unpack("!II", head)
+        if code in (SSL_REQUEST, GSS_REQUEST) and length == 8:
+            client.sendall(b"N")
+            continue
+        return head + _exactly(client, length - 8)
+
+
+class Relay:
+    """Listens on 127.0.0.1 for the agent's connections and carries each to the server's Unix socket.
+
+    ``on_commit`` (set per phase) is called in the relay's thread each time a connection's transaction
+    that wrote has committed, before the client hears of it; it returns whether the answer may go on (no:
+    the agent was killed there). ``commits`` counts them all."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.on_commit: Callable[[], bool] | None = None
+        self.commits = 0
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept, name="chaos-pgwire", daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(
+                target=self._serve, args=(client,), name="chaos-pgwire-conn", daemon=True
+            ).start()
+
+    def _track(self, *socks: socket.socket) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            self._sockets.update(socks)
+            return True
+
+    def _serve(self, client: socket.socket) -> None:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if not self._track(client, server):
+                return
+            startup = _startup(client)
+            server.connect(self.upstream)
+            server.sendall(startup)
+            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
+            self._answers(server, client)
+        except OSError:
+            pass
+        finally:
+            self._drop(client, server)
+
+    def _pump(self, client: socket.socket, server: socket.socket) -> None:
+        """The client's side, byte for byte."""
+        with contextlib.suppress(OSError):
+            while data := client.recv(65536):
+                server.sendall(data)
+        self._drop(client, server)
+
+    def _answers(self, server: socket.socket, client: socket.socket) -> None:
+        """The server's side, each commit held until ``on_commit`` says it may go on."""
+        commits = Commits()
+        while data := server.recv(65536):
+            for piece in commits.feed(data):
+                if piece.commit:
+                    with self._lock:
+                        self.commits += 1
+                    hook = self.on_commit
+                    if hook is not None and not hook():
+                        return  # the agent is gone: its answer with it
+                client.sendall(piece.data)
+
+    def _drop(self, *socks: socket.socket) -> None:
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+            with self._lock:
+                self._sockets.discard(sock)
+
+    def cut(self) -> None:
+        """Every connection dropped (the server went away under them)."""
+        with self._lock:
+            live = list(self._sockets)
+        self._drop(*live)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self.cut()
+        self._thread.join(5)
