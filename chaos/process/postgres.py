@@ -9,9 +9,10 @@ hundredths of a second) and starts its own server on it, listening on a Unix
 socket in the sandbox only. Case by case nothing is shared: no database to
 clean, no connection of one case meeting the next; the server starts in well
 under a second (measured in the README). It runs in a cage of its own
-(``chaos.process.contain``), so it and every backend go with the world, and a
-chaos killed outright leaves nothing running (the next chaos removes the
-sandbox and the cage, as it does for its own).
+(``chaos.process.contain``), so it and every backend go with the world, and it
+dies with chaos however chaos ends (the kernel's parent-death signal, see
+``_Spawner``; the next chaos removes a sandbox and a cage left so, as it does
+for its own).
 
 The server keeps ``fsync`` off: a process kill (of the agent, or of the server
 itself) loses nothing the kernel has, and ``synchronous_commit`` stays on, so a
@@ -27,16 +28,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import glob
 import importlib.util
 import os
 import pwd
+import queue
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from chaos.errors import TargetUnusable
 from chaos.process.contain import Cage
@@ -44,6 +50,7 @@ from chaos.store.postgres import DATABASE, PORT, USER, dsn, server_dir
 from chaos.world.pgwire import Relay
 from chaos.world.world import World
 
+T = TypeVar("T")
 READY_WAIT = 30.0  # seconds a server has to accept connections
 INSTALL = "install PostgreSQL's server (Debian: apt-get install postgresql), or put its bin folder on PATH"
 SETTINGS = [
@@ -86,18 +93,67 @@ def _own(path: Path) -> None:
             os.chown(os.path.join(folder, name), *user)
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
 def _as_server(cage: Cage | None = None) -> None:
-    """The server process's first step: join its cage, then become the server's user."""
+    """The server process's first step: join its cage, become the server's user, and die with chaos (the
+    kernel's parent-death signal, set last: a change of user clears it)."""
     if cage is not None:
         cage.enter()
     user = _user()
     if user is not None:
         os.setgid(user[1])
         os.setuid(user[0])
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class _Spawner:
+    """Starts every server from one thread that lives as long as chaos: the parent-death signal is the
+    death of the thread that forked, so a server started from a case's thread (or the relay's, for a
+    server crash) would die with that thread; started here, it dies only with chaos, however chaos ends
+    (its backends follow the postmaster)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] = queue.Queue()
+        threading.Thread(target=self._serve, name="chaos-postgres-spawner", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            job, answer = self._jobs.get()
+            try:
+                answer.put((job(), None))
+            except BaseException as err:  # handed to the caller, raised there
+                answer.put((None, err))
+
+    def run(self, job: Callable[[], T]) -> T:
+        answer: queue.Queue[Any] = queue.Queue()
+        self._jobs.put((job, answer))
+        result, err = answer.get()
+        if err is not None:
+            raise err
+        return cast(T, result)
+
+
+_SPAWNER: list[_Spawner] = []
+_STARTING = threading.Lock()
+
+
+def _spawned(job: Callable[[], T]) -> T:
+    """``job`` (a ``subprocess`` call) run in the spawner's thread."""
+    with _STARTING:
+        if not _SPAWNER:
+            _SPAWNER.append(_Spawner())
+    return _SPAWNER[0].run(job)
 
 
 def _run(argv: list[str], stdin: str = "") -> None:
-    done = subprocess.run(argv, input=stdin.encode(), capture_output=True, preexec_fn=_as_server, timeout=120)
+    done = _spawned(
+        lambda: subprocess.run(
+            argv, input=stdin.encode(), capture_output=True, preexec_fn=_as_server, timeout=120
+        )
+    )
     if done.returncode != 0:
         raise TargetUnusable(
             f"{argv[0]} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-400:]}"
@@ -159,14 +215,16 @@ class Server:
         argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.folder), "-p", str(PORT),
                 *SETTINGS]  # fmt: skip
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=lambda: _as_server(self.cage),
-                env={"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"},
+            self.proc = _spawned(
+                lambda: subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                    preexec_fn=lambda: _as_server(self.cage),
+                    env={"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"},
+                )
             )
         self._ready()
 
@@ -198,7 +256,7 @@ class Server:
         if self.proc is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, 9)
+            os.killpg(self.proc.pid, signal.SIGKILL)
         if self.cage is not None:
             self.cage.remove()
         self.proc.wait()
