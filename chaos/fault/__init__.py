@@ -14,6 +14,7 @@ from chaos.fault.kill import Kill
 from chaos.fault.mcp import McpCutAnswer, McpError, McpRestart, McpSessionLost
 from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
 from chaos.fault.pause import PausedWriter
+from chaos.fault.postgres import PostgresCrash
 from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite
 from chaos.fault.torn import Torn
@@ -40,6 +41,7 @@ FAULTS: dict[str, Fault] = {
         McpSessionLost(),
         McpCutAnswer(),
         McpError(),
+        PostgresCrash(),
     )
 }
 

@@ -60,6 +60,10 @@ class Stop(Protocol):
         """No stop: the world's MCP server spoils the answer of the call it holds (``error``, ``cut``,
         ``session-lost``); the process goes on."""
 
+    def restart_database(self) -> None:
+        """No stop: the world's database server crashes (the commit it holds is made, its answer lost) and
+        restarts; the process goes on."""
+
 
 @dataclass(frozen=True)
 class Misbehaviour:

@@ -240,7 +240,15 @@ def phase_steps(
     abort = world.target.capabilities.abort or "SIGINT"
     log = lambda: str(world.log_path() or "") if store is None else ""  # noqa: E731
     stopper = Stopper(
-        trigger, crash, log, signal.Signals[abort], pause, durability, commits, phase.view_before
+        trigger,
+        crash,
+        log,
+        signal.Signals[abort],
+        pause,
+        durability,
+        commits,
+        phase.view_before,
+        world.restart_database,
     )
     if world.relay is not None and commits is not None:
         world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire

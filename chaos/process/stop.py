@@ -130,6 +130,7 @@ class Stopper:
         durability: Durability | None = None,
         commits: Commits | None = None,
         base: View | None = None,
+        database: Callable[[], None] | None = None,
     ) -> None:
         self.trigger, self.pause, self.durability = trigger, pause, durability
         # A framework's store: its commits seen at the traps, the boundary among them (a commit, a call or
@@ -140,6 +141,7 @@ class Stopper:
             boundary if commits is not None and boundary is not None and boundary.in_store else None
         )
         self.base = base or View()
+        self.database = database  # crashes and restarts the world's database server (postgres-crash)
         self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
         self.begun_at_stop = 0
         self.fault = crash.kind if crash is not None else FAULTS["kill"]
@@ -218,6 +220,14 @@ class Stopper:
             raise UsageError(f"mcp-{how}: this world serves no tools over MCP (the target declares no mcp)")
         trigger.world.box.spoil(how)
         trigger.disarm()
+
+    def restart_database(self) -> None:
+        """The world's database server crashes at the commit whose answer the relay holds, and restarts."""
+        if self.database is None:
+            raise UsageError(
+                "postgres-crash: this world runs no database server (the target's store is not on one)"
+            )
+        self.database()
 
     def hold(self, pid: int) -> float:
         """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""

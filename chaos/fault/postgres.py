@@ -1,0 +1,35 @@
+"""``postgres-crash``: the world's PostgreSQL server crashes at a commit of the agent's store.
+
+The server is killed whole (postmaster and every backend, SIGKILL) the moment
+it committed, its answer not yet sent, and a new server recovers the same data
+(PostgreSQL's own crash recovery: what it committed stays) on the same socket.
+Every connection through the relay is cut. The server's durability is trusted;
+what is judged is the agent's: it goes on (it is not killed), meets a lost
+connection with a commit it cannot know the fate of, and must end, or be
+resumed, with the store as its promise says (effects, outputs, the answer).
+Lands only on a store on the world's server (``[store] kind`` of a server
+store, ``chaos.store.postgres``).
+"""
+
+from __future__ import annotations
+
+from chaos.fault.base import Fault, Stop
+
+
+class PostgresCrash(Fault):
+    name = "postgres-crash"
+    summary = (
+        "the world's PostgreSQL server crashes at a commit (its answer lost) and restarts; the agent goes on"
+    )
+    places = "durable"
+    on_stores = True
+    crashes = False
+    matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
+
+    def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
+        if commit != "wire":
+            return "the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = langgraph-postgres, dbos-postgres)"
+        return None
+
+    def stop(self, stop: Stop) -> None:
+        stop.restart_database()
