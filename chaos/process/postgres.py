@@ -36,6 +36,7 @@ import pwd
 import queue
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -48,10 +49,12 @@ from chaos.errors import TargetUnusable
 from chaos.process.contain import Cage
 from chaos.store.postgres import DATABASE, PORT, USER, dsn, server_dir
 from chaos.world.pgwire import Relay
+from chaos.world.sandbox import PREFIX, claim
 from chaos.world.world import World
 
 T = TypeVar("T")
 READY_WAIT = 30.0  # seconds a server has to accept connections
+SEARCH = "/usr/lib/postgresql/*/bin"  # Debian's server binaries, a folder per major version
 INSTALL = "install PostgreSQL's server (Debian: apt-get install postgresql), or put its bin folder on PATH"
 SETTINGS = [
     "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
@@ -61,7 +64,7 @@ SETTINGS = [
 
 def binaries() -> Path:
     """The folder of ``initdb`` and ``postgres``: the newest Debian version's, else PATH's."""
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name))
+    versions = sorted(glob.glob(SEARCH), key=lambda p: int(Path(p).parent.name))
     for folder in reversed(versions):
         if (Path(folder) / "postgres").is_file() and (Path(folder) / "initdb").is_file():
             return Path(folder)
@@ -80,6 +83,15 @@ def _user() -> tuple[int, int] | None:
     except KeyError:
         found = pwd.getpwnam("nobody")
     return found.pw_uid, found.pw_gid
+
+
+def _base() -> str:
+    """A folder for the server's own folders that its user can reach: the temporary folder, unless one of
+    its parents is closed to others (pytest's are), then /tmp."""
+    base = Path(tempfile.gettempdir()).resolve()
+    if all(folder.stat().st_mode & stat.S_IXOTH for folder in (base, *base.parents)):
+        return str(base)
+    return "/tmp"
 
 
 def _own(path: Path) -> None:
@@ -175,7 +187,8 @@ def _template() -> Path:
 
 def _initdb() -> Path:
     bin_dir = binaries()
-    folder = Path(tempfile.mkdtemp(prefix="chaos-postgres-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}postgres-", dir=_base()))
+    claim(folder)
     atexit.register(shutil.rmtree, folder, True)
     os.chmod(folder, 0o755)
     data = folder / "data"
@@ -192,13 +205,19 @@ class Server:
     """One case's server on its copy of the cluster, in the sandbox, and the relay in front of it."""
 
     def __init__(self, world: World) -> None:
-        self.folder = server_dir(world.box.workspace)
-        self.data = self.folder / "data"
         template = _template()
-        world.box.root.chmod(0o711)  # the server's user reaches its folder, and lists nothing else
+        self.folder = server_dir(world.box.workspace)  # where the store looks for the socket
+        self.own: Path | None = None
+        if _user() is not None:  # the server's user must reach its folder: one of its own, linked to
+            self.own = Path(tempfile.mkdtemp(prefix=PREFIX, dir=_base()))
+            claim(self.own)
+            self.own.chmod(0o755)
+            self.folder.symlink_to(self.own)
+        self.real = self.own or self.folder  # what the server is told (its user cannot pass the sandbox)
+        self.data = self.real / "data"
         shutil.copytree(template, self.data, symlinks=True)
         self.data.chmod(0o700)
-        _own(self.folder)
+        _own(self.real)
         self.log = world.box.home / "postgres.log"
         self.cage: Cage | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -212,7 +231,7 @@ class Server:
 
     def start(self) -> None:
         self.cage = Cage()
-        argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.folder), "-p", str(PORT),
+        argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.real), "-p", str(PORT),
                 *SETTINGS]  # fmt: skip
         with self.log.open("ab") as log:
             self.proc = _spawned(
@@ -273,6 +292,8 @@ class Server:
     def close(self) -> None:
         self.relay.close()
         self.stop()
+        if self.own is not None:
+            shutil.rmtree(self.own, ignore_errors=True)
 
 
 def serve_database(world: World) -> None:

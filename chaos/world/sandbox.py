@@ -101,6 +101,12 @@ def _identity(pid: int) -> str:
     return f"{pid} {psutil.Process(pid).create_time()}"
 
 
+def claim(root: Path) -> None:
+    """Name this chaos as the owner of the folder ``root`` (``PREFIX``...): removed by the next chaos that
+    starts, should this one be killed before it could remove it (``remove_stale``)."""
+    (root / OWNER).write_text(_identity(os.getpid()))
+
+
 def _owner_gone(owner: str) -> bool:
     pid = int(owner.split()[0])
     try:
@@ -156,7 +162,7 @@ def make_sandbox(files: dict[str, WorkspaceFile], parent: Path | None = None) ->
     root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent)).resolve()
     box = Sandbox(root)
     try:
-        (root / OWNER).write_text(_identity(os.getpid()))
+        claim(root)
         for directory in (box.workspace, box.gate_dir, box.home):
             directory.mkdir()
         for name, spec in files.items():
