@@ -24,6 +24,7 @@ class PostgresCrash(Fault):
     places = "durable"
     on_stores = True
     crashes = False
+    enables = ("inputs-once", "effects-as-declared")
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
 
     def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:

@@ -333,7 +333,8 @@ def phase_steps(
         phase.outcome = None
     if at_commit:
         phase.reached, phase.mechanism = stopper.stopped, "wire" if world.relay is not None else "ptrace"
-        phase.late_facts = stopper.late_commits
+        # a fault that lets the agent go on lands at the held commit itself: what it commits next is its due
+        phase.late_facts = stopper.late_commits if fault is None or fault.crashes else 0
         phase.exact = stopper.stopped and phase.late_facts == 0
     if trigger is not None:
         phase.continued = stopper.continued

@@ -11,7 +11,8 @@ next step runs. ``--saver async`` runs the graph as an asyncio application does:
 on ``AsyncSqliteSaver`` (aiosqlite: the same file format, written from a thread of
 its own) with ``ainvoke``. ``--db`` may be a PostgreSQL URL (``postgresql://...``): the graph then
 checkpoints with ``PostgresSaver`` (``--saver async``: ``AsyncPostgresSaver``), its tables made by the
-saver's own ``setup()``. A resume invokes the graph with no input, as LangGraph
+saver's own ``setup()``; a connection lost under a run (the server crashed) is met by
+resuming the thread from what the server kept, never by sending the prompt again. A resume invokes the graph with no input, as LangGraph
 resumes a thread; a thread with nothing left to run adds nothing. A graph that
 asks for approval (``interrupt()``) is approved at once (``Command(resume=True)``),
 and a resume finds a parked approval and gives it. Exit 0: completed.
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -107,17 +110,57 @@ def main(argv: list[str]) -> int:
     config = {"configurable": {"thread_id": args.thread}}
     if args.saver == "async":
         return asyncio.run(_run_async(args, app, config))
+    try:
+        result = _invoke(args, app, config)
+    except _LOST as err:  # the database server went away under the run (a crash, a failover)
+        print(
+            f"langgraph agent: the database connection was lost ({err}); resuming the thread", file=sys.stderr
+        )
+        if os.environ.get("LANGGRAPH_DRIVER_BUG") != "prompt-again-on-lost-connection":
+            args.resume = True  # what the server kept is where the run goes on from, as a resume would
+        # (the bug: the run starts over, its prompt a second time)
+        result = _reconnected(args, app, config)
+    if result is ...:
+        print("nothing to resume")
+        return 0
+    print(result["messages"][-1].content)
+    return 0
+
+
+def _lost() -> tuple[type[BaseException], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.OperationalError,)
+
+
+_LOST = _lost()
+
+
+def _reconnected(args: Any, app: Any, config: dict[str, Any]) -> Any:
+    """``_invoke`` once the server answers again (it is restarting): tried for up to ten seconds."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return _invoke(args, app, config)
+        except _LOST:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _invoke(args: Any, app: Any, config: dict[str, Any]) -> Any:
+    """The graph run to its end on a saver of its own (``...``: nothing to resume)."""
     with _saver(args.db) as saver:
         graph = compiled(app, saver)
         given = _input(args, graph.get_state(config) if args.resume else None)
         if given is ...:
-            print("nothing to resume")
-            return 0
+            return ...
         result = graph.invoke(given, config, durability=args.durability)
         while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
             result = graph.invoke(APPROVE, config, durability=args.durability)
-    print(result["messages"][-1].content)
-    return 0
+        return result
 
 
 if __name__ == "__main__":
