@@ -52,6 +52,8 @@ def _input(args: Any, snapshot: Any) -> Any:
     if snapshot.interrupts:
         return APPROVE
     if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
+        if args.prompt and not snapshot.values:  # a start whose run the server never kept: begin it
+            return {"messages": [("user", args.prompt)]}
         return ...
     return None
 
