@@ -221,7 +221,11 @@ class Server:
         self.log = world.box.home / "postgres.log"
         self.cage: Cage | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self._remove()
+            raise
         self.relay = Relay(str(self.folder / f".s.PGSQL.{PORT}"))
 
     @property
@@ -289,11 +293,14 @@ class Server:
         (self.folder / f".s.PGSQL.{PORT}").unlink(missing_ok=True)
         self.start()
 
-    def close(self) -> None:
-        self.relay.close()
+    def _remove(self) -> None:
         self.stop()
         if self.own is not None:
             shutil.rmtree(self.own, ignore_errors=True)
+
+    def close(self) -> None:
+        self.relay.close()
+        self._remove()
 
 
 def serve_database(world: World) -> None:
