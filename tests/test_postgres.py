@@ -197,8 +197,8 @@ def test_langgraph_on_postgres_is_killed_exactly_at_the_server_answer_and_keeps_
     tmp_path: Path,
 ) -> None:
     """PostgresSaver in sync mode, killed at the commit that makes the deploy call durable (the relay
-    holds the server's answer), and while the deploy runs: exact kills, and the resume keeps LangGraph's
-    at-least-once promise. In async mode the same graph runs the deploy before its call is durable, as on
+    holds the server's answer), and at its fifth commit: exact kills, and the resume keeps LangGraph's
+    at-least-once promise; so does ``AsyncPostgresSaver`` (``--saver async``). In async mode the same graph runs the deploy before its call is durable, as on
     SQLite (measured: 70 kill cases of the two bundled scenarios, 30 failing, one group)."""
     for boundary in (Boundary("call-durable", {"tool": "deploy"}), Boundary("commit", {}, 5)):
         verdict = api.run(
@@ -207,6 +207,11 @@ def test_langgraph_on_postgres_is_killed_exactly_at_the_server_answer_and_keeps_
         start = verdict.evidence.start
         assert start.reached and start.exact and start.mechanism == "wire", start
         assert verdict.ok, [c.cause for c in verdict.failed]
+    aio = tmp_path / "aio.toml"  # AsyncPostgresSaver with ainvoke, as an asyncio application runs it
+    aio.write_text(LANGGRAPH.read_text().replace('"sync"', '"sync", "--saver", "async"'))
+    crash = Crash(Boundary("call-durable", {"tool": "deploy"}))
+    verdict = api.run(api.load(ONE).with_crash(crash), aio, results=tmp_path / "aio")
+    assert verdict.evidence.start.exact and verdict.ok, [c.cause for c in verdict.failed]
     slow = REPO / "scenarios" / "frameworks" / "deploy-slow-store.toml"
     verdict = api.run(
         api.load(slow), REPO / "targets" / "langgraph-postgres-async.toml", results=tmp_path / "a"
