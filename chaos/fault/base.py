@@ -148,6 +148,11 @@ class Fault:
             "framework's store has none yet"
         )
 
+    def unavailable_on_log(self) -> str | None:
+        """Why this fault cannot land on an agent judged on its session log (no store), or None when it can
+        (a fault of a database server's has no server to crash there)."""
+        return None
+
     def arm(self, arming: Arming) -> None:
         """Before the phase: nothing, for a fault that only stops the target."""
 

@@ -28,9 +28,13 @@ class PostgresCrash(Fault):
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
 
     def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
-        if commit != "wire":
-            return "the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = langgraph-postgres, dbos-postgres)"
-        return None
+        return None if commit == "wire" else self.unavailable_on_log()
+
+    def unavailable_on_log(self) -> str | None:
+        return (
+            "the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = "
+            "langgraph-postgres, dbos-postgres)"
+        )
 
     def stop(self, stop: Stop) -> None:
         stop.restart_database()

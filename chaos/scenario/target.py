@@ -407,7 +407,8 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
 def fault_unavailable(target: Target, fault: Fault) -> str | None:
     """Why ``fault`` can land nowhere on ``target`` (the fault says so itself), or None when it can."""
     if target.store is None:
-        return None
+        why = fault.unavailable_on_log()
+        return None if why is None else f"{why} (target {target.name} keeps a session log)"
     commit = store_named(target.store.kind).commit
     why = fault.unavailable_on_store(commit)
     if why is None:
