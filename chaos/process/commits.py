@@ -2,7 +2,8 @@
 
 The tracer needs no change: the traps that judge a session log's writes see a
 SQLite commit too (a store on a database server commits on the wire: the
-world's relay sees it, ``over_wire``, with the agent waiting for the answer). For a ``sqlite-wal`` store a commit is the write of a WAL
+world's relay sees it, ``over_wire``, with the agent waiting for the answer).
+For a ``sqlite-wal`` store a commit is the write of a WAL
 frame whose header carries the database size (``chaos.store.sqlite``): the
 24-byte header, then its page; the commit is made when that page's write
 returns, and the agent is stopped right there. For a ``line`` store a commit is

@@ -254,7 +254,6 @@ class Server:
     def _ready(self) -> None:
         import psycopg
 
-        workspace = self.folder.parent / "workspace"
         deadline = time.monotonic() + READY_WAIT
         while True:
             assert self.proc is not None
@@ -264,7 +263,7 @@ class Server:
                     f"the world's PostgreSQL server did not start ({self.proc.returncode}): {tail}"
                 )
             try:
-                psycopg.connect(dsn(workspace), connect_timeout=2).close()
+                psycopg.connect(dsn(self.folder), connect_timeout=2).close()
                 return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
@@ -308,8 +307,7 @@ def serve_database(world: World) -> None:
     store = world.store
     if store is None or store.server != "postgres":
         return
-    missing = [name for name in ("psycopg",) if importlib.util.find_spec(name) is None]
-    if missing:
+    if importlib.util.find_spec("psycopg") is None:
         raise TargetUnusable(
             f"{world.target.path}: [store] kind = {store.name!r} is read from a PostgreSQL server with psycopg, "
             "which is not installed here; install it with: pip install 'chaos[postgres]'"

@@ -1,7 +1,8 @@
 """A case's world with the services it runs beside the agent: ``build_world`` (the sandbox and the model
 server) and then what the target needs started before its first phase (the MCP server of a target whose
-tools are on one, ``chaos.process.mcp``; the PostgreSQL server of one whose store is, ``chaos.process.postgres``). Every way chaos runs an agent opens its world here, so no
-service is started one way in a sweep and another in ``chaos record``."""
+tools are on one, ``chaos.process.mcp``; the PostgreSQL server of one whose store is,
+``chaos.process.postgres``). Every way chaos runs an agent opens its world here, so no service is started
+one way in a sweep and another in ``chaos record``."""
 
 from __future__ import annotations
 

@@ -114,9 +114,8 @@ class Store(ABC):
     # "line" (a write that ends with a newline to the store's file), or "wire" (a server store: the answer
     # to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
-    server: ClassVar[str | None] = (
-        None  # the database server the world runs for it (``chaos.process.postgres``)
-    )
+    # The database server the world runs for it ("postgres": ``chaos.process.postgres``), or None
+    server: ClassVar[str | None] = None
     description: ClassVar[str]
 
     def files(self, workspace: Path, path: str) -> list[Path]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,8 @@ from chaos.store.sqlite import Blind, SqliteStore, rows
 # graph's own channel names a call the graph will run when resumed
 CALL_ID = re.compile(r"(call|toolu|fc)_\d+_\d+(_r\d+)?")
 _MESSAGE_TYPES = ("ai", "tool", "human", "system")
+# A thread's latest checkpoint in a namespace: its channel values and its pending writes' values (None: none)
+Latest = Callable[[str, str], tuple[Any, list[Any]] | None]
 SERDE = (
     "the graph's checkpointer has a serializer of its own (serde=...); chaos reads checkpoints with "
     "LangGraph's default one, so compile the graph with the checkpointer the driver gives (--app as a "
@@ -63,35 +66,47 @@ class _Found:
                 self.walk(getattr(value, name, None), depth + 1)
 
 
-def _found(connection: sqlite3.Connection) -> _Found:
+def _walk(connection: sqlite3.Connection, latest: Latest) -> _Found:
     """Every message and call id the framework resumes from: the latest checkpoint of each thread in each
-    namespace (a subgraph's calls live in its own), every channel of it, and its pending writes."""
-    from langgraph.checkpoint.sqlite import SqliteSaver  # the framework's own reader of its format
-
-    saver = SqliteSaver(connection)
+    namespace (a subgraph's calls live in its own), every channel of it, and its pending writes, as
+    ``latest`` reads them (channel values and pending write values, or None: no checkpoint)."""
     found = _Found()
     spaces = connection.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints ORDER BY 2, 1")
     for thread, namespace in list(spaces):
-        latest = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace}})
-        if latest is None:
+        read = latest(str(thread), str(namespace))
+        if read is None:
             continue
-        found.walk(latest.checkpoint["channel_values"])
-        found.walk([value for _, _, value in latest.pending_writes or []])
+        found.walk(read[0])
+        found.walk(read[1])
         if namespace == "":
             found.root = len(found.messages)
     return found
 
 
+def _found(connection: sqlite3.Connection) -> _Found:
+    """``_walk`` over LangGraph's SQLite checkpointer, read by its own ``SqliteSaver``."""
+    from langgraph.checkpoint.sqlite import SqliteSaver  # the framework's own reader of its format
+
+    saver = SqliteSaver(connection)
+
+    def latest(thread: str, namespace: str) -> tuple[Any, list[Any]] | None:
+        got = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace}})
+        if got is None:
+            return None
+        return got.checkpoint["channel_values"], [value for _, _, value in got.pending_writes or []]
+
+    return _walk(connection, latest)
+
+
 def _found_postgres(connection: sqlite3.Connection) -> _Found:
-    """``_found`` over the tables of LangGraph's ``PostgresSaver`` (copied from the server,
+    """``_walk`` over the tables of LangGraph's ``PostgresSaver`` (copied from the server,
     ``chaos.store.postgres``), read as that saver reads them: a checkpoint's JSON keeps its plain channel
     values, the rest are blobs of the channel's version; pending writes are the checkpoint's writes."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # the saver's default serializer
 
     serde = JsonPlusSerializer()
-    found = _Found()
-    spaces = connection.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints ORDER BY 2, 1")
-    for thread, namespace in list(spaces):
+
+    def latest(thread: str, namespace: str) -> tuple[Any, list[Any]] | None:
         where = (thread, namespace)
         checkpoint_id, text = connection.execute(
             "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
@@ -113,11 +128,9 @@ def _found_postgres(connection: sqlite3.Connection) -> _Found:
             "AND checkpoint_id = ? ORDER BY task_path, task_id, idx",
             (*where, checkpoint_id),
         )
-        found.walk(values)
-        found.walk([serde.loads_typed((kind, blob)) for kind, blob in writes])
-        if namespace == "":
-            found.root = len(found.messages)
-    return found
+        return values, [serde.loads_typed((kind, blob)) for kind, blob in writes]
+
+    return _walk(connection, latest)
 
 
 class LangGraphStore(SqliteStore):

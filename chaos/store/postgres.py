@@ -35,9 +35,10 @@ def server_dir(workspace: Path) -> Path:
     return workspace.parent / SERVER_DIR
 
 
-def dsn(workspace: Path) -> str:
-    """How chaos reaches the world's server directly (not through the relay: its reads are no commits)."""
-    return f"host={server_dir(workspace)} port={PORT} dbname={DATABASE} user={USER}"
+def dsn(folder: Path) -> str:
+    """How chaos reaches the world's server in ``folder`` (``server_dir``) directly, not through the relay:
+    its reads are no commits."""
+    return f"host={folder} port={PORT} dbname={DATABASE} user={USER}"
 
 
 def _plain(value: Any) -> Any:
@@ -99,8 +100,9 @@ class ServerStore(Store):
     def snapshot(self, workspace: Path, path: str) -> dict[str, bytes]:
         import psycopg
 
-        if not (server_dir(workspace) / f".s.PGSQL.{PORT}").exists():
+        folder = server_dir(workspace)
+        if not (folder / f".s.PGSQL.{PORT}").exists():
             return {}
-        with psycopg.connect(dsn(workspace), autocommit=True, connect_timeout=10) as connection:
+        with psycopg.connect(dsn(folder), autocommit=True, connect_timeout=10) as connection:
             copied = image(connection)
         return {IMAGE: copied} if copied is not None else {}
