@@ -166,4 +166,4 @@ def known() -> list[str]:
 
 
 def _load_bundled() -> None:
-    from chaos.store import agents_sdk, dbos, langgraph, session_log  # noqa: F401 (each registers itself)
+    from chaos.store import agents_sdk, dbos, langgraph, pydantic_dbos, session_log  # noqa: F401 (each registers itself)

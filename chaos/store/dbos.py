@@ -23,7 +23,8 @@ import io
 import json
 import pickle
 import sqlite3
-from typing import Any
+from functools import cache
+from typing import Any, ClassVar
 
 from chaos.store.base import Call, Output, View, register, text_of
 from chaos.store.postgres import ServerStore
@@ -33,10 +34,46 @@ from chaos.store.sqlite import Blind, SqliteStore
 RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
 
 
-class _Plain(pickle.Unpickler):
-    """Pickle's plain values only: containers, strings, numbers. A class would run the app's code."""
+class Pickled:
+    """An object a pickle would have built, read without building it: its class is named, never
+    imported, so no code of the app or of its libraries runs in chaos. ``args`` are what the class was
+    called (or made) with, ``state`` what was set on the made object."""
+
+    module: ClassVar[str] = ""
+    qualname: ClassVar[str] = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Pickled:
+        made = object.__new__(cls)
+        made.args, made.state = args, None
+        return made
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def fields(self) -> dict[str, Any]:
+        """The object's attributes: a dataclass's ``__dict__``, slots too."""
+        state = self.state
+        if isinstance(state, tuple) and len(state) == 2:  # (__dict__ or None, slots)
+            state = {**(state[0] or {}), **(state[1] or {})}
+        return state if isinstance(state, dict) else {}
+
+
+@cache
+def _pickled(module: str, name: str) -> type[Pickled]:
+    return type(name, (Pickled,), {"module": module, "qualname": name})
+
+
+class _Reader(pickle.Unpickler):
+    """Pickle's plain values (containers, strings, numbers), and objects of the modules ``readable``
+    names (a package and what is under it) as ``Pickled``; any other class: chaos cannot see it."""
+
+    def __init__(self, data: bytes, readable: tuple[str, ...]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.readable = readable
 
     def find_class(self, module: str, name: str) -> Any:
+        if any(module == m or module.startswith(f"{m}.") for m in self.readable):
+            return _pickled(module, name)
         raise _opaque(f"a pickled {module}.{name}")
 
 
@@ -47,7 +84,9 @@ def _opaque(what: str) -> Blind:
     )
 
 
-def _decoded(value: str | None, serialization: str | None) -> Any:
+def decoded(value: str | None, serialization: str | None, readable: tuple[str, ...] = ()) -> Any:
+    """A value DBOS wrote (a step's output, a workflow's arguments or result), as plain values and
+    ``Pickled`` objects of the modules ``readable`` names."""
     if value is None:
         return None
     if serialization == "portable_json":
@@ -55,9 +94,11 @@ def _decoded(value: str | None, serialization: str | None) -> Any:
     if serialization not in (None, "", "py_pickle"):
         raise _opaque(f"values serialized as {serialization!r}")
     try:
-        return _Plain(io.BytesIO(base64.b64decode(value))).load()
+        return _Reader(base64.b64decode(value), readable).load()
     except pickle.UnpicklingError as err:
         raise ValueError(f"a step's output is no pickle: {err}") from None
+    except (AttributeError, TypeError) as err:  # an object built with more than its class and state
+        raise _opaque(f"an object it builds in a way chaos does not read ({err})") from None
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:
@@ -77,15 +118,29 @@ class DbosStore(SqliteStore):
             "SELECT s.status, s.serialization, i.inputs, o.output FROM workflow_status AS s "
             "LEFT JOIN workflow_input AS i USING (workflow_uuid) LEFT JOIN workflow_output AS o USING (workflow_uuid)"
         ).fetchall()
-        calls: dict[str, Call] = {}
-        outputs: list[Output] = []
+        calls, outputs = self.steps(connection)
         inputs: list[str] = []
         final = None
+        for status, serialization, given, answer in runs:
+            arguments = decoded(given, serialization)
+            if isinstance(arguments, dict):
+                positional = arguments.get("args", arguments.get("positionalArgs", []))
+                inputs += [str(a) for a in positional or () if isinstance(a, str)]
+            if status == "SUCCESS":
+                final = None if answer is None else str(decoded(answer, serialization))
+        return View(
+            tuple(calls.values()), tuple(outputs), final, items, started=bool(runs), inputs=tuple(inputs)
+        )
+
+    def steps(self, connection: sqlite3.Connection) -> tuple[dict[str, Call], list[Output]]:
+        """The calls and outputs the recorded steps hold: here, chat messages in OpenAI's format."""
+        calls: dict[str, Call] = {}
+        outputs: list[Output] = []
         steps = connection.execute(
             "SELECT output, serialization FROM operation_outputs ORDER BY workflow_uuid, function_id"
         ).fetchall()
         for output, serialization in steps:
-            for message in _messages(_decoded(output, serialization)):
+            for message in _messages(decoded(output, serialization)):
                 if message["role"] == "assistant":
                     for c in message.get("tool_calls") or []:
                         function = c.get("function") or {}
@@ -95,16 +150,7 @@ class DbosStore(SqliteStore):
                         calls.setdefault(call.id, call)
                 else:
                     outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
-        for status, serialization, given, answer in runs:
-            arguments = _decoded(given, serialization)
-            if isinstance(arguments, dict):
-                positional = arguments.get("args", arguments.get("positionalArgs", []))
-                inputs += [str(a) for a in positional or () if isinstance(a, str)]
-            if status == "SUCCESS":
-                final = None if answer is None else str(_decoded(answer, serialization))
-        return View(
-            tuple(calls.values()), tuple(outputs), final, items, started=bool(runs), inputs=tuple(inputs)
-        )
+        return calls, outputs
 
 
 class DbosPostgresStore(ServerStore, DbosStore):

@@ -1,0 +1,59 @@
+"""The bundled Pydantic AI agent on DBOS: an ``Agent`` made durable by ``DBOSDurability`` (its model
+requests recorded as DBOS steps), run inside a ``@DBOS.workflow`` of the app's own, as Pydantic AI
+documents it; the deploy tool is a ``@DBOS.step`` (its output recorded when it returns). What
+``chaos.store.pydantic_dbos`` reads. The only chaos-specific line is the tool's call of
+``chaos.ledger.effect``, which records the real effect and its call id.
+
+``forgetful`` is the classic mistake: the same agent without the capability, so its model requests
+are no steps and a recovery asks the model again, which answers with calls under new ids."""
+
+from __future__ import annotations
+
+import os
+
+from dbos import DBOS
+from openai import AsyncOpenAI
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from chaos.ledger import effect
+
+INSTRUCTIONS = "Deploy what you are asked to."
+
+
+def _model() -> OpenAIChatModel:
+    """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
+    decision, and DBOS's), the target's deadline for each read."""
+    client = AsyncOpenAI(
+        base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
+        max_retries=0,
+        timeout=float(os.environ.get("DBOS_AGENT_TIMEOUT", "20")),
+    )
+    model = os.environ.get("CHAOS_MODEL", "scripted/model")
+    return OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client))
+
+
+@DBOS.step()
+def deploy(ctx: RunContext[None], service: str) -> str:
+    """Deploy a service to production."""
+    effect("deploy", service, call_id=ctx.tool_call_id)
+    return f"deployed {service}"
+
+
+durable = Agent(
+    _model(), name="deployer", instructions=INSTRUCTIONS, tools=[deploy], capabilities=[DBOSDurability()]
+)
+careless = Agent(_model(), name="careless", instructions=INSTRUCTIONS, tools=[deploy])
+
+
+@DBOS.workflow()
+def agent(prompt: str) -> str:
+    return durable.run_sync(prompt).output
+
+
+@DBOS.workflow()
+def forgetful(prompt: str) -> str:
+    return careless.run_sync(prompt).output
