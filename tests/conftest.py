@@ -8,6 +8,7 @@ with a reason otherwise (a user's fresh clone).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -30,6 +31,21 @@ def conformance_dir() -> Path | None:
         return Path(configured)
     default = REPO.parent / "shared" / "contract" / "tiny-agent"
     return default if default.is_dir() else None
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a submodule of a package that is not installed
+        return False
+
+
+def needs_modules(*modules: str) -> pytest.MarkDecorator:
+    """Skip where an optional extra's modules are missing, unless CI requires every framework."""
+    missing = [m for m in modules if not _importable(m)]
+    if missing and os.environ.get("CHAOS_REQUIRE_FRAMEWORKS") == "1":
+        pytest.fail(f"CHAOS_REQUIRE_FRAMEWORKS=1 but {', '.join(missing)} cannot be imported", pytrace=False)
+    return pytest.mark.skipif(bool(missing), reason=f"pip install 'chaos[...]' for {', '.join(missing)}")
 
 
 MINED = REPO / "results" / "fixtures"

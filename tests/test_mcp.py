@@ -21,12 +21,12 @@ from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
 from chaos.scenario.model import Boundary, Crash
 from chaos.world.sandbox import make_sandbox
-from tests.conftest import MCP_ONLY, REPO, needs_node
-from tests.test_frameworks import _needs, agents_sdk
+from tests.conftest import MCP_ONLY, REPO, needs_modules, needs_node
+from tests.test_frameworks import agents_sdk
 from tests.test_legal_variants import TOGETHER
 
 # starts agent and server processes; the SDK is the mcp extra (CHAOS_REQUIRE_FRAMEWORKS=1: it must be here)
-pytestmark = [pytest.mark.slow, _needs("mcp", "uvicorn")]
+pytestmark = [pytest.mark.slow, needs_modules("mcp", "uvicorn")]
 
 TRANSPORTS = {"http": "reference-mcp", "stdio": "reference-mcp-stdio"}
 

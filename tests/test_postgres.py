@@ -33,11 +33,12 @@ from chaos.scenario.target import load_target
 from chaos.store import store_named
 from chaos.store.postgres import server_dir
 from chaos.world.pgwire import Commits
-from tests.conftest import REPO, needs_ptrace
+from tests.conftest import REPO, needs_modules, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
 LANGGRAPH = REPO / "targets" / "langgraph-postgres.toml"
 DBOS = REPO / "targets" / "dbos-postgres.toml"
+PYDANTIC_AI = REPO / "targets" / "pydantic-ai-dbos-postgres.toml"
 
 
 def _usable() -> str | None:
@@ -234,16 +235,20 @@ def test_a_kill_sweep_of_langgraph_on_postgres_lands_every_kill_and_leaves_nothi
 @needs_postgres
 @needs_ptrace
 @pytest.mark.slow
-def test_dbos_on_postgres_recovers_its_recorded_steps(tmp_path: Path) -> None:
-    """DBOS on a PostgreSQL system database: killed while the deploy step runs, the recovery runs it again
-    under its recorded call id (at least once, as DBOS documents), and the run passes; killed at a commit
-    of its schema's migration (one commit per statement on PostgreSQL), the next start finishes it."""
+@pytest.mark.parametrize(
+    "target", [DBOS, pytest.param(PYDANTIC_AI, marks=needs_modules("pydantic_ai.durable_exec.dbos"))]
+)
+def test_dbos_on_postgres_recovers_its_recorded_steps(target: Path, tmp_path: Path) -> None:
+    """DBOS on a PostgreSQL system database (a workflow of its own, and Pydantic AI's durable agent in
+    one): killed while the deploy step runs, the recovery runs it again under its recorded call id (at
+    least once, as DBOS documents), and the run passes; killed at a commit of its schema's migration (one
+    commit per statement on PostgreSQL), the next start finishes it."""
     running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
-    verdict = api.run(running, DBOS, results=tmp_path / "running")
+    verdict = api.run(running, target, results=tmp_path / "running")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     assert len({e["callId"] for e in verdict.evidence.effects()}) == 1
     migrating = api.load(ONE).with_crash(Crash(Boundary("commit", {}, 40)))
-    verdict = api.run(migrating, DBOS, results=tmp_path / "migrating")
+    verdict = api.run(migrating, target, results=tmp_path / "migrating")
     assert verdict.evidence.start.exact and verdict.evidence.start.mechanism == "wire"
     assert verdict.ok, [c.cause for c in verdict.failed]
 

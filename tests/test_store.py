@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import pickle
 import sqlite3
 from dataclasses import replace
@@ -72,8 +73,11 @@ def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
     assert view.final == "Done." and view.items == 4 and view.started
 
 
-def _dbos_db(path: Path, steps: list[tuple[str, str]], serialization: str = "py_pickle") -> dict[str, bytes]:
-    """A DBOS system database's run tables as DBOS 3 writes them (``steps``: each output, serialized)."""
+def _dbos_db(
+    path: Path, steps: list[tuple[str, str]], serialization: str = "py_pickle", names: list[str] | None = None
+) -> dict[str, bytes]:
+    """A DBOS system database's run tables as DBOS 3 writes them (``steps``: each output, serialized;
+    ``names``: each step's function name, ``None`` a step not recorded)."""
     with sqlite3.connect(path) as connection:
         connection.execute(
             "CREATE TABLE workflow_status (workflow_uuid TEXT, status TEXT, serialization TEXT)"
@@ -81,8 +85,8 @@ def _dbos_db(path: Path, steps: list[tuple[str, str]], serialization: str = "py_
         connection.execute("CREATE TABLE workflow_input (workflow_uuid TEXT, inputs TEXT)")
         connection.execute("CREATE TABLE workflow_output (workflow_uuid TEXT, output TEXT)")
         connection.execute(
-            "CREATE TABLE operation_outputs (workflow_uuid TEXT, function_id INTEGER, output TEXT, "
-            "serialization TEXT)"
+            "CREATE TABLE operation_outputs (workflow_uuid TEXT, function_id INTEGER, function_name TEXT, "
+            "output TEXT, error TEXT, serialization TEXT)"
         )
         connection.execute("INSERT INTO workflow_status VALUES ('w', 'SUCCESS', ?)", (serialization,))
         given = base64.b64encode(pickle.dumps({"args": ("Deploy web.",), "kwargs": {}})).decode()
@@ -90,9 +94,14 @@ def _dbos_db(path: Path, steps: list[tuple[str, str]], serialization: str = "py_
         connection.execute(
             "INSERT INTO workflow_output VALUES ('w', ?)", (base64.b64encode(pickle.dumps("Done.")).decode(),)
         )
+        named = names or ["step"] * len(steps)
         connection.executemany(
-            "INSERT INTO operation_outputs VALUES ('w', ?, ?, ?)",
-            [(n, output, kind) for n, (output, kind) in enumerate(steps, 1)],
+            "INSERT INTO operation_outputs VALUES ('w', ?, ?, ?, NULL, ?)",
+            [
+                (n, name, o, kind)
+                for n, (name, (o, kind)) in enumerate(zip(named, steps, strict=True), 1)
+                if name
+            ],
         )
     return {path.name: path.read_bytes()}
 
@@ -120,9 +129,70 @@ def test_the_dbos_adapter_reads_recorded_steps_as_chat_messages_and_runs_no_app_
     assert view.blind is not None and "test_store._AppsOwn" in view.blind and not view.unreadable
 
 
+def _pickled(value: object) -> tuple[str, str]:
+    return base64.b64encode(pickle.dumps(value)).decode(), "py_pickle"
+
+
+class _Runs:
+    """A pickle that would run a command when loaded (as any class's ``__reduce__`` may)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_the_pydantic_ai_dbos_adapter_reads_model_responses_without_importing_a_class(tmp_path: Path) -> None:
+    """Pydantic AI's recorded ``ModelResponse`` is read from the pickle with its classes named, never
+    built; a tool's step answers the call it was started for (the k-th step after the model's answers
+    its k-th call, also when an earlier one is not recorded); any other class, and a step that is no
+    ModelResponse, is blind (exit 2), with nothing run."""
+    messages = pytest.importorskip("pydantic_ai.messages")
+    asked = messages.ModelResponse(
+        parts=[
+            messages.TextPart("Deploying both."),
+            messages.ToolCallPart("deploy", {"service": "web"}, "c1"),
+            messages.ToolCallPart("deploy", '{"service": "api"}', "c2"),
+        ]
+    )
+    done = messages.ModelResponse(parts=[messages.TextPart("Done.")])
+    steps = [_pickled(asked), _pickled("deployed web"), _pickled("deployed api"), _pickled(done)]
+    names = ["deployer__model.request", None, "deploy", "deployer__model.request"]
+    view = store_named("pydantic-ai-dbos").read(_dbos_db(tmp_path / "a.sqlite", steps, names=names))
+    assert view.calls == (
+        Call("c1", "deploy", '{"service": "web"}'),
+        Call("c2", "deploy", '{"service": "api"}'),
+    )
+    assert view.outputs == (Output("c2", "deployed api"),), "the third step was started for the second call"
+    assert view.final == "Done." and view.inputs == ("Deploy web.",) and not view.blind
+    failed = tmp_path / "failed.sqlite"
+    _dbos_db(failed, [_pickled(asked)], names=names[:1])
+    with sqlite3.connect(failed) as connection:  # the request raised: DBOS recorded its error, no output
+        connection.execute("UPDATE operation_outputs SET output = NULL, error = 'gASV'")
+    view = store_named("pydantic-ai-dbos").read({failed.name: failed.read_bytes()})
+    assert view.calls == () and not view.blind and not view.unreadable, view
+    marker = tmp_path / "ran"
+    for n, (step, name) in enumerate(
+        [(_Runs(marker), "deploy"), ("deployed web", "deployer__model.request")]
+    ):
+        db = _dbos_db(tmp_path / f"{n}.sqlite", [_pickled(asked), _pickled(step)], names=[names[0], name])
+        view = store_named("pydantic-ai-dbos").read(db)
+        assert view.blind is not None and not view.unreadable, view
+    assert not marker.exists()
+    assert (
+        "posix.system"
+        in store_named("pydantic-ai-dbos")
+        .read(_dbos_db(tmp_path / "x.sqlite", [_pickled(_Runs(marker))], names=[names[0]]))
+        .blind
+    )
+
+
 def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
     store_named("session-log")
-    assert {"session-log", "langgraph", "openai-agents", "dbos", "test-jsonl"} <= set(STORES)
+    assert {"session-log", "langgraph", "openai-agents", "dbos", "pydantic-ai-dbos", "test-jsonl"} <= set(
+        STORES
+    )
 
 
 def test_the_cycle_imports_no_adapter() -> None:

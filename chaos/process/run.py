@@ -296,6 +296,7 @@ def phase_steps(
         stopper.release()
         if world.relay is not None:
             world.relay.on_commit = None
+            stopper.settle()
         world.durable_limit = None
         if handed_on:
             phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on

@@ -283,6 +283,13 @@ class Stopper:
             self._committed()
             return not self.killed
 
+    def settle(self) -> None:
+        """Wait out a commit the relay is deciding: a server crash restarts the server under it, and the
+        agent, its connection cut, may be gone before the new server answers. The store is read after
+        that, never while its server is down."""
+        with self._wire:
+            pass
+
     def _judge(self, pid: int, tag: int) -> bool:
         if self.stopped and self._tearing:
             return self._tear(pid, tag)

@@ -73,8 +73,10 @@ class PydanticAiDbosStore(DbosStore):
         for uuid, number, name, output, error, serialization in rows:
             if uuid != workflow:
                 workflow, turn = uuid, []
-            if str(name).endswith(MODEL_STEPS):
-                turn, base = _calls(decoded(output, serialization, READABLE)), int(number)
+            if str(name).endswith(MODEL_STEPS):  # a request that failed (its error recorded) made no calls
+                failed = output is None and error is not None
+                turn = [] if failed else _calls(decoded(output, serialization, READABLE))
+                base = int(number)
                 for call in turn:
                     calls.setdefault(call.id, call)
             elif (call := _answered(turn, int(number) - base - 1, str(name), answered)) is not None:
