@@ -100,11 +100,11 @@ def _append_again(evidence: Evidence) -> None:
     again.log_after += b'{"kind":"usage"}\n'
 
 
-def _store_run(bug: str, crash: str = "") -> list[Check]:
+def _store_run(bug: str, crash: str = "", fault: str = "kill") -> list[Check]:
     """The store agent (``tests/agents/store_agent.py``, a framework agent judged on its own store) with
     one of its bug switches, on the bundled framework scenario."""
     scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
-    scenario = scenario.with_crash(Crash(Boundary.parse(crash)) if crash else None)
+    scenario = scenario.with_crash(Crash(Boundary.parse(crash), fault) if crash else None)
     folder = WORK[0] / f"store-{bug}-{len(list(WORK[0].iterdir()))}"
     target = load_target(TARGETS / "store-agent.toml")
     return run_case(scenario, target, {"STORE_AGENT_BUG": bug}, folder).checks
@@ -197,3 +197,12 @@ def test_the_row_makes_its_check_fail(check_id: str, work: Path, tmp_path: Path)
 def test_each_kind_of_plan_is_compared_in_full(plan: str, work: Path) -> None:
     failed = [c for c in PLAN_ROWS[plan]() if c.id == "plan-followed" and not c.ok]
     assert failed and failed[0].expected.startswith(plan), [c.text() for c in failed]
+
+
+def test_resuming_a_failed_run_again_must_end_failed(work: Path) -> None:
+    """resume-adds-nothing's own row for a failed run: the provider resets the first request, the run ends
+    failed and its first resume keeps it failed; the next resume runs it on to the end (an agent that
+    forgets a failure it reported once)."""
+    checks = _store_run("failed-then-done", crash="model-request#1", fault="reset")
+    failed = [c.text() for c in checks if c.id == "resume-adds-nothing" and not c.ok]
+    assert any("resuming a failed run did not end failed" in f for f in failed), failed

@@ -33,7 +33,7 @@ class PostgresCrash(Fault):
     def unavailable_on_log(self) -> str | None:
         return (
             "the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = "
-            "langgraph-postgres, dbos-postgres)"
+            "langgraph-postgres, dbos-postgres, pydantic-ai-dbos-postgres)"
         )
 
     def stop(self, stop: Stop) -> None:

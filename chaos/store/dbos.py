@@ -41,6 +41,8 @@ class Pickled:
 
     module: ClassVar[str] = ""
     qualname: ClassVar[str] = ""
+    args: tuple[Any, ...]
+    state: Any
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Pickled:
         made = object.__new__(cls)

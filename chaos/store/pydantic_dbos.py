@@ -77,14 +77,13 @@ class PydanticAiDbosStore(DbosStore):
                 failed = output is None and error is not None
                 turn = [] if failed else _calls(decoded(output, serialization, READABLE))
                 base = int(number)
-                for call in turn:
-                    calls.setdefault(call.id, call)
-            elif (call := _answered(turn, int(number) - base - 1, str(name), answered)) is not None:
-                answered.add(call.id)
+                calls.update((c.id, c) for c in turn if c.id not in calls)
+            elif (answers := _answered(turn, int(number) - base - 1, str(name), answered)) is not None:
+                answered.add(answers.id)
                 text = (
                     "the tool raised" if output is None and error else _text(decoded(output, serialization))
                 )
-                outputs.append(Output(call.id, text))
+                outputs.append(Output(answers.id, text))
         return calls, outputs
 
 

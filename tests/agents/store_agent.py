@@ -1,6 +1,7 @@
 """A framework-less agent on a store of its own (``store.jsonl``: one item per line, each synced), for
 the test that a third store adapter needs no change to the cycle, and for the store checks' fail
-table: ``STORE_AGENT_BUG`` switches on one known bug at a time.
+table: ``STORE_AGENT_BUG`` switches on one known bug at a time (``failed-then-done``: a run a provider's
+error failed is recorded failed, its first resume says so, and the next resume runs it on to the end).
 
 Correct, it is at most once: the call is durable before its effect, and a call found without its
 output on resume gets a synthetic "interrupted" output instead of running again.
@@ -136,6 +137,9 @@ def resume() -> int:
     items = _items()
     if not items:
         return 0  # the input never became durable: there is no run
+    if BUG == "failed-then-done" and items[-1]["type"] == "failed":  # a failed run stays failed, once
+        _write({"type": "failure-reported"})
+        return 1
     if items[-1]["type"] == "final" and BUG != "again-asks":
         return 0
     if BUG == "prompt-again":  # a retry that starts the run over: the prompt is held twice
@@ -159,7 +163,13 @@ def main(argv: list[str]) -> int:
     _write({"type": "input", "text": argv[0]})
     if os.environ.get("STORE_AGENT_NOTE"):  # a value of the user's environment kept in the store
         _write({"type": "note", "text": os.environ["STORE_AGENT_NOTE"]})
-    return run()
+    if BUG != "failed-then-done":
+        return run()
+    try:  # the bug's run records its failure (and its first resume keeps it; the second does not)
+        return run()
+    except OSError as err:
+        _write({"type": "failed", "text": str(err)})
+        return 1
 
 
 if __name__ == "__main__":
