@@ -9,13 +9,18 @@ are no steps and a recovery asks the model again, which answers with calls under
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from dbos import DBOS
 from openai import AsyncOpenAI
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from chaos.ledger import effect
@@ -23,17 +28,36 @@ from chaos.ledger import effect
 INSTRUCTIONS = "Deploy what you are asked to."
 
 
-def _model() -> OpenAIChatModel:
+class _Deadline(WrapperModel):
+    """A whole answer within the deadline, or TimeoutError: the client's own timeout is per read, and an
+    answer that trickles in never trips it."""
+
+    def __init__(self, wrapped: OpenAIChatModel, deadline: float) -> None:
+        super().__init__(wrapped)
+        self.deadline = deadline
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        asked = super().request(messages, model_settings, model_request_parameters)
+        return await asyncio.wait_for(asked, self.deadline)
+
+
+def _model() -> _Deadline:
     """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
-    decision, and DBOS's), the target's deadline for each read."""
+    decision, and DBOS's), the target's deadline for the answer."""
+    deadline = float(os.environ.get("DBOS_AGENT_TIMEOUT", "20"))
     client = AsyncOpenAI(
         base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
         api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
         max_retries=0,
-        timeout=float(os.environ.get("DBOS_AGENT_TIMEOUT", "20")),
+        timeout=deadline,
     )
     model = os.environ.get("CHAOS_MODEL", "scripted/model")
-    return OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client))
+    return _Deadline(OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client)), deadline)
 
 
 @DBOS.step()
