@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
+from chaos.process.approval import THEN
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, execute_phase, phase_steps
 from chaos.process.services import open_world
@@ -152,6 +154,19 @@ def _recover(
 SESSION = "chaos-session"  # the thread (session) id a framework agent is started and resumed with
 
 
+def _approved(world: World, template: list[str], config: Configuration, **values: str) -> list[str]:
+    """A phase's command: ``template`` filled; for a target whose runs park for approval, that command
+    and, each time it exits parked, the target's approve command (``chaos.process.approval``): one
+    process to chaos, so a crash lands in the run wherever its approval put it."""
+    argv = world.argv(template, config, **values)
+    target = world.target
+    if target.approve is None:
+        return argv
+    approve = world.argv(target.approve, config, session_id=values["session_id"])
+    chain = [sys.executable, "-m", "chaos.process.approval", str(target.exit_codes["parked"])]
+    return [*chain, *argv, THEN, *approve]
+
+
 def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phases: list[Phase]) -> None:
     """A framework agent's cycle: started (under a session id chaos gives it), crashed at a commit or in
     flight, and, if the crash landed, resumed until a resume ends by itself (crashing the first at
@@ -162,10 +177,12 @@ def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phase
         phases.append(execute_phase(world, phase, config, limit, out, keep))
         return phase
 
-    argv = world.argv(target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
+    argv = _approved(world, target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
     start = run(Phase(PhaseKind.START, argv, scenario.crash), scenario.start)
     config = scenario.start.then(scenario.change)
-    resume = world.argv(target.resume, config, session_id=store.session_id(start.store_files) or SESSION)
+    resume = _approved(
+        world, target.resume, config, session_id=store.session_id(start.store_files) or SESSION
+    )
     if scenario.crash is not None and start.reached:  # killed, or gone on through the world's fault
         crash, index = scenario.then_crash, 1
         while not phases[-1].timed_out:

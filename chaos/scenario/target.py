@@ -125,6 +125,7 @@ class Target:
     configuration_command: list[str] | None  # None: derive from the log and ``tools``
     tools: list[ToolDeclaration]
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
+    approve: list[str] | None = None  # approves a run of {session_id} that exited parked (a person, later)
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
     capabilities: Capabilities = Capabilities()
     store: StoreSpec | None = None  # a framework agent: judged on its store (chaos.store), not a session log
@@ -221,6 +222,7 @@ def load_target(path: Path) -> Target:
     start = top.strings("start")
     resume = top.strings("resume")
     compact = top.strings("compact", None)
+    approve = top.strings("approve", None)
     store = _store(top)
     if store is not None and store_named(store.kind).server == "postgres":
         common.add("postgres_url")
@@ -228,6 +230,7 @@ def load_target(path: Path) -> Target:
         ("start", start, {"prompt", "session_id"} if store else {"prompt"}),
         ("resume", resume, {"session_id"}),
         ("compact", compact or ["-"], {"session_id"}),
+        ("approve", approve or ["-"], {"session_id"}),
     ):
         if not argv:
             top.fail(key, "must name a program to run")
@@ -252,6 +255,10 @@ def load_target(path: Path) -> Target:
         _check_template(env_table, key, value, common)
     codes_table = top.table("exit", required=True)
     codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}
+    if approve is not None:  # a run that parks for approval exits so, and the approve command goes on
+        if store is None:
+            top.fail("approve", "a run approved by a separate command is judged on its [store]: declare one")
+        codes["parked"] = codes_table.take("parked", int)
     codes_table.done(GUIDE)
     if len(set(codes.values())) != len(codes):
         codes_table.fail(None, "each outcome needs its own exit status")
@@ -297,13 +304,14 @@ def load_target(path: Path) -> Target:
         configuration_command=command,
         tools=tools,
         compact=compact,
+        approve=approve,
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
         capabilities=capabilities,
         store=store,
         fixtures=_fixtures(top, path),
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
-        warm=top.take("warm", bool, True),
+        warm=top.take("warm", bool, True) and approve is None,  # (its phases chain two commands)
         mcp_trusted=tuple(top.strings("mcp_trusted", [])),
     )
     top.take("description", str, "")

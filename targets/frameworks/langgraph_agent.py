@@ -15,7 +15,9 @@ saver's own ``setup()``; a connection lost under a run (the server crashed) is m
 resuming the thread from what the server kept, never by sending the prompt again. A resume invokes the graph with no input, as LangGraph
 resumes a thread; a thread with nothing left to run adds nothing. A graph that
 asks for approval (``interrupt()``) is approved at once (``Command(resume=True)``),
-and a resume finds a parked approval and gives it. Exit 0: completed.
+and a resume finds a parked approval and gives it. With ``--park`` the run parks instead: it exits
+``PARKED`` with the thread waiting, a resume leaves it waiting, and the separate command ``--approve``
+(what a person runs later) gives the approval and goes on. Exit 0: completed; 4: parked.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def compiled(app: Any, saver: Any) -> Any:
 
 # The answer to an ``interrupt()``: approved, as a person at once would
 APPROVE: Command[Any] = Command(resume=True)
+PARKED = 4  # the exit status of a run parked for approval (--park)
+PARK = object()  # (what ``_input`` and ``_invoke`` give for a run that stays parked)
 
 
 def _input(args: Any, snapshot: Any) -> Any:
@@ -50,6 +54,10 @@ def _input(args: Any, snapshot: Any) -> Any:
     if not args.resume:
         return {"messages": [("user", args.prompt)]}
     if snapshot.interrupts:
+        if args.park and not args.approve:
+            return PARK  # a person approves it, later, by the separate command
+        if os.environ.get("LANGGRAPH_DRIVER_BUG") == "approve-by-invoking-again":  # (the run starts over)
+            return {"messages": [("user", snapshot.values["messages"][0].content)]}
         return APPROVE
     if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
         if args.prompt and not snapshot.values:  # a start whose run the server never kept: begin it
@@ -91,13 +99,22 @@ async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
     async with _async_saver(args.db) as saver:
         graph = compiled(app, saver)
         given = _input(args, await graph.aget_state(config) if args.resume else None)
-        if given is ...:
-            print("nothing to resume")
-            return 0
+        if given is ... or given is PARK:
+            return _said(given)
         result = await graph.ainvoke(given, config, durability=args.durability)
         while result.get("__interrupt__"):
+            if args.park:
+                return _said(PARK)
             result = await graph.ainvoke(APPROVE, config, durability=args.durability)
-    print(result["messages"][-1].content)
+    return _said(result)
+
+
+def _said(result: Any) -> int:
+    """The run's end said on stdout, as its exit status."""
+    if result is PARK:
+        print("parked: waiting for approval")
+        return PARKED
+    print("nothing to resume" if result is ... else result["messages"][-1].content)
     return 0
 
 
@@ -107,6 +124,8 @@ def main(argv: list[str]) -> int:
     )
     options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
     options.add_argument("--saver", choices=("sqlite", "async"), default="sqlite")
+    options.add_argument("--park", action="store_true", help="exit parked at an approval, not approve it")
+    options.add_argument("--approve", action="store_true", help="approve the parked run (with --resume)")
     args = options.parse_args(argv)
     app = load(args.app, args.db)
     config = {"configurable": {"thread_id": args.thread}}
@@ -122,11 +141,7 @@ def main(argv: list[str]) -> int:
             args.resume = True  # what the server kept is where the run goes on from, as a resume would
         # (the bug: the run starts over, its prompt a second time)
         result = _reconnected(args, app, config)
-    if result is ...:
-        print("nothing to resume")
-        return 0
-    print(result["messages"][-1].content)
-    return 0
+    return _said(result)
 
 
 def _lost() -> tuple[type[BaseException], ...]:
@@ -153,14 +168,17 @@ def _reconnected(args: Any, app: Any, config: dict[str, Any]) -> Any:
 
 
 def _invoke(args: Any, app: Any, config: dict[str, Any]) -> Any:
-    """The graph run to its end on a saver of its own (``...``: nothing to resume)."""
+    """The graph run to its end on a saver of its own (``...``: nothing to resume; ``PARK``: it waits for
+    approval)."""
     with _saver(args.db) as saver:
         graph = compiled(app, saver)
         given = _input(args, graph.get_state(config) if args.resume else None)
-        if given is ...:
-            return ...
+        if given is ... or given is PARK:
+            return given
         result = graph.invoke(given, config, durability=args.durability)
         while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
+            if args.park:
+                return PARK
             result = graph.invoke(APPROVE, config, durability=args.durability)
         return result
 

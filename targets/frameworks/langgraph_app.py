@@ -12,8 +12,9 @@ from typing import Annotated
 
 from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
 
 from chaos.ledger import effect
 
@@ -35,20 +36,32 @@ def _model() -> ChatOpenAI:
     )
 
 
-def builder() -> StateGraph[MessagesState]:
-    """The graph, not yet compiled: the driver compiles it with its checkpointer."""
+def builder(approved: bool = False) -> StateGraph[MessagesState]:
+    """The graph, not yet compiled: the driver compiles it with its checkpointer. ``approved``: a person
+    approves the model's calls before they run (a node of its own that parks the run, ``interrupt()``,
+    until the approval comes; it does nothing else, so running it again on the approval is harmless)."""
     model = _model().bind_tools([deploy])
 
     def agent(state: MessagesState) -> dict[str, list[object]]:
         return {"messages": [model.invoke(state["messages"])]}
 
+    def ask(state: MessagesState) -> dict[str, list[object]]:
+        interrupt({"approve": [c["id"] for c in state["messages"][-1].tool_calls]})  # type: ignore[union-attr]
+        return {"messages": []}
+
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)
     graph.add_node("tools", ToolNode([deploy]))
     graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
+    if approved:
+        graph.add_node("ask", ask)
+        graph.add_conditional_edges("agent", tools_condition, {"tools": "ask", END: END})
+        graph.add_edge("ask", "tools")
+    else:
+        graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
     return graph
 
 
 graph = builder()
+approval = builder(approved=True)
