@@ -158,3 +158,22 @@ def test_a_capability_is_declared_strictly(
 )
 def test_explore_generates_only_what_the_target_can_do(scenario: object) -> None:
     assert "abort" not in scenario.needs()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("base", "edit", "says"),
+    [
+        ("langgraph-approval.toml", ("parked = 4  # the run waits for approval: chaos runs approve\n", ""),
+         "exit.parked: is required"),
+        ("reference.toml", ("[env]", 'approve = ["{python}", "-V"]\n\n[env]'),
+         "approve: a run approved by a separate command is judged on its [store]"),
+    ],
+)  # fmt: skip
+def test_an_approve_command_needs_a_store_and_a_parked_exit_status(
+    tmp_path: Path, base: str, edit: tuple[str, str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / base
+    spec.write_text((REPO / "targets" / base).read_text().replace(*edit))
+    assert main(["run", "deploy-one-service", "--target", str(spec), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "line" in err and "Traceback" not in err, err

@@ -104,6 +104,8 @@ class Starts:
     def _try(
         self, target: Target, cold: Verdict, run: Callable[[WarmStarts, Path], Verdict], scratch: Path
     ) -> tuple[bool, str]:
+        if target.approve is not None:
+            return (False, "each phase chains the agent's command and its approve command")
         if not target.warm:
             return (False, "the target file says warm = false")
         for phase in cold.phases:

@@ -311,7 +311,7 @@ def load_target(path: Path) -> Target:
         fixtures=_fixtures(top, path),
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
-        warm=top.take("warm", bool, True) and approve is None,  # (its phases chain two commands)
+        warm=top.take("warm", bool, True),
         mcp_trusted=tuple(top.strings("mcp_trusted", [])),
     )
     top.take("description", str, "")

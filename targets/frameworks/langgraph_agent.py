@@ -56,8 +56,6 @@ def _input(args: Any, snapshot: Any) -> Any:
     if snapshot.interrupts:
         if args.park and not args.approve:
             return PARK  # a person approves it, later, by the separate command
-        if os.environ.get("LANGGRAPH_DRIVER_BUG") == "approve-by-invoking-again":  # (the run starts over)
-            return {"messages": [("user", snapshot.values["messages"][0].content)]}
         return APPROVE
     if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
         if args.prompt and not snapshot.values:  # a start whose run the server never kept: begin it
