@@ -8,7 +8,8 @@ runs it under the workflow id chaos gives; a resume launches DBOS, which recover
 as it does after any crash, and waits for that one's result (a workflow that never became durable: there
 is nothing to resume). The system database is put in WAL mode first (SQLite's mode for a database other
 threads read: the commit chaos stops at is a WAL frame); a ``--db`` that is a PostgreSQL URL is DBOS's
-system database as it is. DBOS 3 starts no server: nothing listens.
+system database as it is (a server that goes away while DBOS launches is met by launching again).
+DBOS 3 starts no server: nothing listens.
 Exit 0: completed; 1: the workflow failed.
 """
 
@@ -16,10 +17,33 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import time
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from .loading import load, parser
+
+
+def _launched(config: DBOSConfig, on_server: bool) -> None:
+    """DBOS launched: it migrates its system database, then recovers this executor's pending workflows,
+    each on a thread of its own. A server that goes away meanwhile (it crashed, it fails over) is met
+    by launching again once it answers, for up to ten seconds: a launch that gave up would leave the
+    workflow never started, and nothing for a resume to resume."""
+    deadline = time.monotonic() + 10
+    while True:
+        DBOS(config=config)
+        try:
+            DBOS.launch()
+            return
+        except Exception as err:  # (SQLAlchemy's OperationalError, wrapping psycopg's)
+            DBOS.destroy()
+            if not on_server or time.monotonic() > deadline:
+                raise
+            print(
+                f"dbos agent: the system database went away ({type(err).__name__}); launching again",
+                file=sys.stderr,
+            )
+            time.sleep(0.2)
 
 
 def main(argv: list[str]) -> int:
@@ -28,15 +52,14 @@ def main(argv: list[str]) -> int:
     )
     args = options.parse_args(argv)
     workflow = load(args.app, args.db)
-    if args.db.startswith(("postgresql://", "postgres://")):
+    on_server = args.db.startswith(("postgresql://", "postgres://"))
+    if on_server:
         url = args.db  # a PostgreSQL system database (DBOS makes its schema, dbos, itself)
     else:
         with sqlite3.connect(args.db) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
         url = f"sqlite:///{args.db}"
-    config: DBOSConfig = {"name": "chaos-agent", "system_database_url": url}
-    DBOS(config=config)
-    DBOS.launch()  # recovers this executor's pending workflows, each on a thread of its own
+    _launched({"name": "chaos-agent", "system_database_url": url}, on_server)
     try:
         if args.resume:
             if DBOS.get_workflow_status(args.workflow) is None:
