@@ -8,8 +8,10 @@ for the run. A run that stops for an
 approval is saved as a ``RunState`` beside the database (``DB.run-state.json``)
 and approved at once, as a person would; a resume picks that saved state up
 again when there is one, else it runs the agent on the session's items with no
-new input. A session whose last item is the final answer adds nothing.
-Exit 0: completed.
+new input. A session whose last item is the final answer adds nothing. With ``--park`` a run that
+stops for an approval is saved and exits ``PARKED`` instead, a resume leaves a saved run waiting, and
+the separate command ``--approve`` (what a person runs later) approves the saved run and goes on.
+Exit 0: completed; 4: parked.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from agents import Runner, RunState, SQLiteSession
 
-from .loading import load, parser
+from .loading import load, parked, parser, with_approvals
 
 
 def _finished(items: list[Any]) -> bool:
@@ -43,6 +45,8 @@ async def _drive(agent: Any, args: argparse.Namespace) -> int:
     session = SQLiteSession(args.session, args.db)
     saved = Path(f"{args.db}.run-state.json")
     if args.resume and saved.exists():
+        if args.park and not args.approve:
+            return parked()  # a person approves it, later, by the separate command
         state = await RunState.from_string(agent, saved.read_text())
         for item in state.get_interruptions():
             state.approve(item)
@@ -57,6 +61,8 @@ async def _drive(agent: Any, args: argparse.Namespace) -> int:
     while result.interruptions:
         state = result.to_state()
         saved.write_text(state.to_string())
+        if args.park:
+            return parked()
         for item in result.interruptions:
             state.approve(item)
         result = await Runner.run(agent, state, session=session)
@@ -69,7 +75,7 @@ def main(argv: list[str]) -> int:
     options = parser(
         "agents_driver", "chaos.bundled.targets.frameworks.agents_app:agent", "agent.db", "--session"
     )
-    return asyncio.run(_run(options.parse_args(argv)))
+    return asyncio.run(_run(with_approvals(options).parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
-from .loading import load, parser
+from .loading import load, parked, parser, with_approvals
 
 
 def compiled(app: Any, saver: Any) -> Any:
@@ -44,7 +44,6 @@ def compiled(app: Any, saver: Any) -> Any:
 
 # The answer to an ``interrupt()``: approved, as a person at once would
 APPROVE: Command[Any] = Command(resume=True)
-PARKED = 4  # the exit status of a run parked for approval (--park)
 PARK = object()  # (what ``_input`` and ``_invoke`` give for a run that stays parked)
 
 
@@ -110,8 +109,7 @@ async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
 def _said(result: Any) -> int:
     """The run's end said on stdout, as its exit status."""
     if result is PARK:
-        print("parked: waiting for approval")
-        return PARKED
+        return parked()
     print("nothing to resume" if result is ... else result["messages"][-1].content)
     return 0
 
@@ -122,8 +120,7 @@ def main(argv: list[str]) -> int:
     )
     options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
     options.add_argument("--saver", choices=("sqlite", "async"), default="sqlite")
-    options.add_argument("--park", action="store_true", help="exit parked at an approval, not approve it")
-    options.add_argument("--approve", action="store_true", help="approve the parked run (with --resume)")
+    with_approvals(options)
     args = options.parse_args(argv)
     app = load(args.app, args.db)
     config = {"configurable": {"thread_id": args.thread}}

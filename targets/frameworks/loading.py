@@ -62,3 +62,19 @@ def parser(prog: str, app: str, db: str, session: str) -> argparse.ArgumentParse
     options.add_argument(session, default="chaos-session")
     options.add_argument("--resume", action="store_true")
     return options
+
+
+PARKED = 4  # the exit status of a run parked for approval (``--park``)
+
+
+def with_approvals(options: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A driver's options for a run a person approves later: ``--park`` exits ``PARKED`` at an approval
+    (and a resume leaves a parked run waiting), ``--approve`` (with ``--resume``) gives the approval."""
+    options.add_argument("--park", action="store_true", help="exit parked at an approval, not approve it")
+    options.add_argument("--approve", action="store_true", help="approve the parked run (with --resume)")
+    return options
+
+
+def parked() -> int:
+    print("parked: waiting for approval")
+    return PARKED
