@@ -21,6 +21,13 @@ def landing(phase: Phase) -> str:
         return "no crash requested"
     if not phase.reached:
         return "never reached"
+    if phase.exact and phase.overtaken is not None:
+        order = (
+            "overtaken: killed at the next commit"
+            if phase.overtaken
+            else "not overtaken: nothing else committed"
+        )
+        return f"exactly at the boundary, {order}"
     if phase.exact:
         return "exactly at the boundary"
     if phase.mechanism == "world":

@@ -13,6 +13,7 @@ from chaos.fault.fsync_error import FsyncError
 from chaos.fault.kill import Kill
 from chaos.fault.mcp import McpCutAnswer, McpError, McpRestart, McpSessionLost
 from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
+from chaos.fault.overtaken import Overtaken
 from chaos.fault.pause import PausedWriter
 from chaos.fault.postgres import PostgresCrash
 from chaos.fault.power_loss import PowerLoss
@@ -42,6 +43,7 @@ FAULTS: dict[str, Fault] = {
         McpCutAnswer(),
         McpError(),
         PostgresCrash(),
+        Overtaken(),
     )
 }
 

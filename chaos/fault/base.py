@@ -64,6 +64,11 @@ class Stop(Protocol):
         """No stop: the world's database server crashes (the commit it holds is made, its answer lost) and
         restarts; the process goes on."""
 
+    def kill_at_next_commit(self, wait: float) -> None:
+        """Keep the held call parked at its gate while the rest of the process goes on, and SIGKILL the
+        tree at the store's next commit; after ``wait`` seconds with none, SIGKILL it anyway (the order
+        was not reached)."""
+
 
 @dataclass(frozen=True)
 class Misbehaviour:

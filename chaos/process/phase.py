@@ -58,6 +58,7 @@ class Phase:
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited
     killed: bool = False  # chaos SIGKILLed it at its boundary (a crash, not an exit of its own)
+    overtaken: bool | None = None  # overtaken: another commit came while the call was parked (False: none)
     mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
     kill: KillReport = field(default_factory=KillReport)
     log_before: bytes = b""  # the log when the phase started

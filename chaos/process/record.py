@@ -50,6 +50,7 @@ class PhaseResult:
     commits: int | None = None
     failed_at: float | None = None  # when the first of its failed calls was made (epoch seconds)
     warm: bool = False  # started as a fork of a warm interpreter (chaos.process.warm), not by exec
+    overtaken: bool | None = None  # the overtaken fault: another commit came while the call was parked
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}
@@ -93,4 +94,5 @@ KEPT = (
     "wrote_early",
     "ledger_before",
     "synced_at_ledger",
+    "overtaken",
 )

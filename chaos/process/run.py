@@ -329,6 +329,7 @@ def phase_steps(
     if commits is not None and proc.exact:
         phase.calls_at_ledger, phase.commits = commits.at_ledger, commits.count
     phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
+    phase.overtaken = stopper.overtaken
     phase.failed_calls, phase.failed_at = stopper.failed, stopper.failed_at
     if phase.killed or handed_on:
         phase.outcome = None

@@ -160,6 +160,9 @@ class Stopper:
         self.choice = ""  # at a pause: kill / continue / quit
         self._tearing = False
         self._next_fact: Watch | None = None  # abort then kill: the next fact the agent commits
+        # overtaken: the commit count when the call was parked, and until when it waits for one more
+        self._parked_at: tuple[int, float] | None = None
+        self.overtaken: bool | None = None  # another commit came while the call was parked (None: not asked)
         self._lock = threading.Lock()
         self._wire = threading.Lock()  # one commit on the wire at a time (the relay serves each connection)
         self._asking = threading.Event()  # the tracer thread waits at the boundary for a person
@@ -229,6 +232,25 @@ class Stopper:
             )
         self.database()
 
+    def kill_at_next_commit(self, wait: float) -> None:
+        if self.commits is None:
+            raise UsageError("overtaken: the target keeps no store whose commits chaos sees ([store])")
+        self._parked_at = (self.commits.count, time.monotonic() + wait)
+
+    def _overtake(self) -> None:
+        """At a commit (the tracer's thread) or a tick: kill once a commit came while the call was parked,
+        or once the wait is over with none."""
+        assert self._parked_at is not None and self.commits is not None
+        count, until = self._parked_at
+        if self.killed:
+            return
+        if self.commits.count > count:
+            self.overtaken = True
+            self.kill()
+        elif time.monotonic() > until:
+            self.overtaken = False
+            self.kill()
+
     def hold(self, pid: int) -> float:
         """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""
         return self.commits.hold(pid) if self.commits is not None else 0.0
@@ -263,6 +285,8 @@ class Stopper:
     def _committed(self) -> None:
         """A commit was just made (the ``commits.count``-th): is it the boundary?"""
         assert self.commits is not None
+        if self._parked_at is not None:
+            self._overtake()
         boundary = self.at_commit
         if boundary is None or self.stopped:
             return
@@ -379,6 +403,9 @@ class Stopper:
             return
         if self._next_fact is not None and not self.proc_exact:
             self._kill_at_next_fact()  # polled: the next fact is looked for at every tick
+            return
+        if self._parked_at is not None:
+            self._overtake()
             return
         trigger = self.trigger
         if self.stopped or self.continued or trigger is None or trigger.durable or not trigger.reached():

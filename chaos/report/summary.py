@@ -69,6 +69,12 @@ class Summary:
         return sum(1 for r in self._started(paused=False) if r.start and r.start.exact)
 
     @property
+    def orders(self) -> tuple[int, int]:
+        """The overtaken fault's cases: the calls parked, and those another commit overtook meanwhile."""
+        parked = [r.start for r in self._started(paused=False) if r.start and r.start.overtaken is not None]
+        return len(parked), sum(1 for p in parked if p.overtaken)
+
+    @property
     def paused(self) -> int:
         return len(self._started(paused=True))
 
@@ -96,6 +102,7 @@ class Summary:
             "precision": round(self.exact / self.reached, 4) if self.reached else None,
             "paused": self.paused,  # paused writers (SIGSTOP): timed by polling, not counted as kills
             "pausedExact": self.paused_exact,
+            "orders": dict(zip(("parked", "overtaken"), self.orders, strict=True)),
             "seconds": round(self.seconds, 2),
             "coverage": self.coverage.to_json() | {"lost": self.lost},
             "failures": [
@@ -157,6 +164,12 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
         + (f" ({summary.new} new)" if marked else ""),
         f"  kill precision: {summary.exact}/{summary.reached} crashes landed exactly at their boundary",
     ]
+    parked, overtaken = summary.orders
+    if parked:
+        lines.append(
+            f"  orders: {overtaken}/{parked} parked calls overtaken (another commit made while the call was "
+            "parked at its effect's end; the rest: nothing else committed meanwhile, that order unreachable)"
+        )
     if summary.paused:
         lines.append(
             f"  paused writers: {summary.paused_exact}/{summary.paused} paused exactly at their boundary "

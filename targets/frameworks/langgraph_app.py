@@ -8,13 +8,13 @@ It is what a LangGraph user writes (``StateGraph``, ``ToolNode``,
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
 from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import interrupt
+from langgraph.types import Send, interrupt
 
 from chaos.ledger import effect
 
@@ -63,5 +63,32 @@ def builder(approved: bool = False) -> StateGraph[MessagesState]:
     return graph
 
 
+def fan_out() -> StateGraph[MessagesState]:
+    """Each call of an answer sent to a worker of its own (``Send``): the calls run as parallel tasks,
+    and LangGraph saves each task's writes as it finishes (its pending writes), so one call's output
+    may be durable while another is still running."""
+    model = _model().bind_tools([deploy])
+
+    def agent(state: MessagesState) -> dict[str, list[object]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def dispatch(state: MessagesState) -> list[Send] | str:
+        calls = getattr(state["messages"][-1], "tool_calls", None)
+        return [Send("worker", {"call": c}) for c in calls] if calls else END
+
+    def worker(packet: dict[str, Any]) -> dict[str, list[object]]:
+        call = packet["call"]
+        return {"messages": [deploy.invoke({**call, "type": "tool_call"})]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("worker", worker)  # type: ignore[arg-type]  # (a Send packet, not the state)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", dispatch, ["worker", END])
+    graph.add_edge("worker", "agent")
+    return graph
+
+
 graph = builder()
 approval = builder(approved=True)
+fanned_out = fan_out()
