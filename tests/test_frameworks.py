@@ -387,3 +387,23 @@ def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     verdict = api.run(done, spec, results=tmp_path / "at-most-once")
     assert verdict.evidence.start.exact
     assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]
+
+
+@langgraph
+def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Path) -> None:
+    """``--fault overtaken`` parks each call of a parallel answer at its effect's end while the rest of the
+    process goes on, and kills at the store's next commit. ToolNode runs both deploys in one task, whose
+    writes come together: nothing commits while a call is parked, the order is unreachable and the summary
+    says so; a ``Send`` fan-out saves each task's writes as it finishes, so the other call's output is
+    durable first, and the sync design recovers from every such order (measured: the same sweeps in the
+    README's framework section)."""
+    two = REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml"
+    reached = {}
+    for target in ("langgraph", "langgraph-fan-out"):
+        done = api.sweep([two], target, results=tmp_path / target, jobs=2, faults=("overtaken",))
+        assert done.summary.ok, [g.label for g in done.summary.groups]
+        reached[target] = done.summary.orders
+        summary = json.loads((tmp_path / target / "summary.json").read_text())
+        assert summary["orders"] == dict(zip(("parked", "overtaken"), done.summary.orders, strict=True))
+    assert reached["langgraph"] == (2, 0), reached
+    assert reached["langgraph-fan-out"] == (2, 2), reached

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ class Commits:
     delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
     power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
     count: int = 0  # commits completed in the phase
+    made: list[float] = field(default_factory=list)  # when each was completed (epoch seconds)
     begun: int = 0  # commit frames begun (their header written)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
     _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
@@ -72,10 +74,18 @@ class Commits:
     def view(self) -> View:
         return self.store.view(self.workspace, self.path)
 
+    def _made(self) -> None:
+        self.count += 1
+        self.made.append(time.time())
+
+    def made_by(self, moment: float) -> int:
+        """Commits completed by ``moment`` (epoch seconds)."""
+        return sum(1 for t in self.made if t <= moment)
+
     def over_wire(self) -> None:
         """A commit of a server store, its answer held at the relay (``chaos.world.pgwire``): made then."""
         self.begun += 1
-        self.count += 1
+        self._made()
 
     def _synced(self, path: str | None) -> None:
         """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""
@@ -109,7 +119,7 @@ class Commits:
         if tag == ptrace.AFTER:
             state = self._pending.pop(pid, None)
             if state in ("page", "line") and ptrace.call_result(pid) > 0:
-                self.count += 1
+                self._made()
                 return False, True
             return False, False
         if tag not in (ptrace.WRITE, ptrace.WRITEV):

@@ -235,7 +235,9 @@ class Stopper:
     def kill_at_next_commit(self, wait: float) -> None:
         if self.commits is None:
             raise UsageError("overtaken: the target keeps no store whose commits chaos sees ([store])")
-        self._parked_at = (self.commits.count, time.monotonic() + wait)
+        assert self.trigger is not None and self.trigger.gate is not None
+        parked = self.trigger.world.box.waited_since(self.trigger.gate)  # (the phase loop saw it later)
+        self._parked_at = (self.commits.made_by(parked), time.monotonic() + wait)
 
     def _overtake(self) -> None:
         """At a commit (the tracer's thread) or a tick: kill once a commit came while the call was parked,

@@ -71,6 +71,10 @@ class Sandbox:
     def waiting(self, gate: str) -> bool:
         return (self.gate_dir / f"{gate}.waiting").exists()
 
+    def waited_since(self, gate: str) -> float:
+        """When the effect held at ``gate`` began to wait there (epoch seconds)."""
+        return (self.gate_dir / f"{gate}.waiting").stat().st_mtime
+
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
