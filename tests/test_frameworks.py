@@ -394,16 +394,21 @@ def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Pat
     """``--fault overtaken`` parks each call of a parallel answer at its effect's end while the rest of the
     process goes on, and kills at the store's next commit. ToolNode runs both deploys in one task, whose
     writes come together: nothing commits while a call is parked, the order is unreachable and the summary
-    says so; a ``Send`` fan-out saves each task's writes as it finishes, so the other call's output is
-    durable first, and the sync design recovers from every such order (measured: the same sweeps in the
-    README's framework section)."""
+    says so; a ``Send`` fan-out saves each task's writes as it finishes, so parking the first deploy lets
+    the second's output be durable first, and the sync design recovers from that order. (Parking the
+    second reaches nothing new where the first's writes were already made: the natural order.)"""
     two = REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml"
     reached = {}
     for target in ("langgraph", "langgraph-fan-out"):
         done = api.sweep([two], target, results=tmp_path / target, jobs=2, faults=("overtaken",))
         assert done.summary.ok, [g.label for g in done.summary.groups]
-        reached[target] = done.summary.orders
+        reached[target] = {
+            r.case: r.start.overtaken for r in done.summary.ran if r.start and r.start.overtaken is not None
+        }
         summary = json.loads((tmp_path / target / "summary.json").read_text())
         assert summary["orders"] == dict(zip(("parked", "overtaken"), done.summary.orders, strict=True))
-    assert reached["langgraph"] == (2, 0), reached
-    assert reached["langgraph-fan-out"] == (2, 2), reached
+    assert len(reached["langgraph"]) == 2 and not any(reached["langgraph"].values()), reached
+    first = [
+        case for case in reached["langgraph-fan-out"] if "effect=deploy]#1" in case or "deploy_1" in case
+    ]
+    assert first and all(reached["langgraph-fan-out"][case] for case in first), reached
