@@ -303,54 +303,40 @@ def test_parallel_calls_reach_the_second_effects_crash_points(tmp_path: Path) ->
     assert len({e["callId"] for e in started}) == 2, started
 
 
-@dbos
-def test_a_dbos_workflow_recovers_its_recorded_steps_and_an_unrecorded_model_call_is_caught(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("target", "careless"),
+    [
+        pytest.param(
+            "dbos",
+            ('"--db"', '"--app", "chaos.bundled.targets.frameworks.dbos_app:unrecorded_model", "--db"'),
+            marks=dbos,
+        ),
+        pytest.param("pydantic-ai-dbos", (":agent", ":forgetful"), marks=pydantic_ai),
+    ],
+)
+def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
+    target: str, careless: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """DBOS on a SQLite system database: a kill while the deploy step runs lands exactly, recovery runs
-    the step again under its recorded call id (at least once, as DBOS documents) and the run passes; a
-    workflow that calls the model outside a step is asked again on recovery, and its deploy starts while
-    no recorded step holds the call (measured: 29 kill cases of the two bundled scenarios clean, 27/27
-    exact; the unrecorded model on deploy-one-service, 9 of 11 failing, one group)."""
-    assert main(["target", "check", "dbos", "--results", str(tmp_path / "check")]) == 0, (
+    """DBOS on a SQLite system database, a workflow of its own or Pydantic AI's agent made durable by
+    ``DBOSDurability`` inside the app's workflow: a kill while the deploy step runs lands exactly, the
+    recovery replays the recorded model answer and runs the step again under its call id (at least once,
+    as DBOS documents), and the run passes. A model called outside a step (the workflow's own code, or
+    the agent without the capability) is asked again on recovery, and its deploy starts while no
+    recorded step holds the call (measured: DBOS 29 kill cases of the two bundled scenarios clean, 27/27
+    exact, its unrecorded model 9 of 11 failing, one group; Pydantic AI 26 clean, 24/24 exact, the
+    forgetful agent 18 of 22 failing, one group, 19/19 exact)."""
+    assert main(["target", "check", target, "--results", str(tmp_path / "check")]) == 0, (
         capsys.readouterr().out
     )
     running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
-    verdict = api.run(running, "dbos", results=tmp_path / "correct")
+    verdict = api.run(running, target, results=tmp_path / "correct")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     ids = {e["callId"] for e in verdict.evidence.effects()}
     assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
-    text = (REPO / "targets" / "dbos.toml").read_text()
-    spec = tmp_path / "unrecorded.toml"
-    app = "chaos.bundled.targets.frameworks.dbos_app:unrecorded_model"
-    spec.write_text(text.replace('"--db"', f'"--app", "{app}", "--db"'))
+    spec = tmp_path / "careless.toml"
+    spec.write_text((REPO / "targets" / f"{target}.toml").read_text().replace(*careless))
     committed = api.load(ONE).with_crash(Crash(Boundary.parse("commit#3")))
-    verdict = api.run(committed, spec, results=tmp_path / "unrecorded")
-    assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
-
-
-@pydantic_ai
-def test_pydantic_ai_on_dbos_keeps_its_steps_promise_and_a_model_outside_them_is_caught(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Pydantic AI's agent made durable by DBOSDurability, inside the app's own workflow: a kill while the
-    deploy tool's step runs lands exactly, the recovery replays the recorded model response and runs the
-    step again under its call id (at least once, as DBOS documents), and the run passes. The same agent
-    without the capability asks the model again on recovery and deploys under a new call id: caught
-    (measured: 26 kill cases of the two bundled scenarios clean, 24/24 exact; the forgetful agent, 18 of
-    22 failing, one group, 19/19 exact)."""
-    assert main(["target", "check", "pydantic-ai-dbos", "--results", str(tmp_path / "check")]) == 0, (
-        capsys.readouterr().out
-    )
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
-    verdict = api.run(running, "pydantic-ai-dbos", results=tmp_path / "correct")
-    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
-    ids = {e["callId"] for e in verdict.evidence.effects()}
-    assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
-    spec = tmp_path / "forgetful.toml"
-    spec.write_text((REPO / "targets" / "pydantic-ai-dbos.toml").read_text().replace(":agent", ":forgetful"))
-    committed = api.load(ONE).with_crash(Crash(Boundary.parse("commit#3")))
-    verdict = api.run(committed, spec, results=tmp_path / "forgetful")
+    verdict = api.run(committed, spec, results=tmp_path / "careless")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
 
