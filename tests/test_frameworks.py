@@ -266,10 +266,10 @@ def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path)
 
 
 @langgraph
-@pytest.mark.parametrize("app", ["subgraph", "fan_out"])
+@pytest.mark.parametrize("app", ["subgraph", "fan_out", "custom_channel"])
 def test_a_shape_in_async_mode_is_still_caught(app: str, tmp_path: Path) -> None:
-    """Seeing the subgraph's namespace, or a ``Send`` packet's call, does not hide the async-durability
-    bug of the same graph."""
+    """Seeing the subgraph's namespace, a ``Send`` packet's call, or a call kept in a channel of the graph's
+    own, does not hide the async-durability bug of the same graph."""
     verdict = api.run(api.load(SLOW), _shape(tmp_path, app, "async"), results=tmp_path / "r")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
