@@ -38,6 +38,10 @@ def record(ledger: str, entry: dict[str, Any]) -> None:
         os.close(fd)
 
 
+# The line a run approved later by a separate command gets when the approval begins
+# (``chaos.process.approval``): not an effect, the moment a person gave the approval
+APPROVAL = "approval"
+
 # The lines that say an effect begins: a tool's ``start`` (``effect``, ``$CHAOS_EFFECT``), and a ``call`` at
 # the world's MCP server (``chaos.world.mcp_server``: each tools/call is an effect of its own, ``mcp:NAME``)
 STARTS = ("start", "call")

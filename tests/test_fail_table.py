@@ -110,6 +110,14 @@ def _store_run(bug: str, crash: str = "", fault: str = "kill") -> list[Check]:
     return run_case(scenario, target, {"STORE_AGENT_BUG": bug}, folder).checks
 
 
+def _approved_run(scenario: str, target: str, bug: str) -> list[Check]:
+    """A target whose runs park for approval, with a bug switch of the LangGraph driver's."""
+    loaded = load_scenario(REPO / "scenarios" / "frameworks" / f"{scenario}.toml")
+    folder = WORK[0] / f"approval-{bug}-{len(list(WORK[0].iterdir()))}"
+    spec = load_target(REPO / "targets" / f"{target}.toml")
+    return run_case(loaded, spec, {"LANGGRAPH_DRIVER_BUG": bug}, folder).checks
+
+
 def _liar(tmp: Path) -> list[Check]:
     liar = tmp / "liar.py"
     liar.write_text("import json\nprint(json.dumps({'ok': True, 'state': {}}))\n")
@@ -156,6 +164,7 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "same-outcome": lambda t: _store_run("no-final"),
     "inputs-once": lambda t: _store_run("prompt-again", crash="effect-done[effect=deploy]"),
     "resume-adds-nothing": lambda t: _store_run("again-asks"),
+    "approval-first": lambda t: _approved_run("deploy-one-service", "langgraph-approval", "resume-approves"),
     "mcp-trust": lambda t: _run("full-workflow", "mcp-trusts-hints", target="reference-mcp"),
     "mcp-answer": lambda t: _answers_rewritten(),
 }

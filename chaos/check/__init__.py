@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.check import (
+    approval,
     crash,
     declared,
     durable_call,
@@ -54,6 +55,7 @@ CONCERNS = (
     requests,
     same_outcome,
     inputs,
+    approval,
     finished,
     request_context,
     oracles,

@@ -5,7 +5,8 @@ another command (``approve``) in a process of its own.
     python -m chaos.process.approval PARKED AGENT-ARGV... --then-approve-- APPROVE-ARGV...
 
 runs the agent's command (a start or a resume) and, each time a process exits ``PARKED``, the approve
-command, and exits as the last of them did. chaos runs a phase of such a target as this one process: the
+command (the effect ledger gets a line saying the approval was given then), and exits as the last of
+them did. chaos runs a phase of such a target as this one process: the
 approvals are part of the run a crash lands in (its commits and effects are counted across them), and
 a kill ends the whole tree, the approval with it. Signals chaos sends (an abort) go on to the process
 running. At most ``APPROVALS`` approvals: a run that parks again after them exits parked.
@@ -13,9 +14,13 @@ running. At most ``APPROVALS`` approvals: a run that parks again after them exit
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import time
+
+from chaos.ledger import APPROVAL, record
 
 THEN = "--then-approve--"
 APPROVALS = 5
@@ -40,6 +45,8 @@ def main(argv: list[str]) -> int:
         if code != parked:
             return code
         command = approve
+        if os.environ.get("CHAOS_LEDGER"):  # the approval is given now: what waited for it may run
+            record(os.environ["CHAOS_LEDGER"], {"effect": APPROVAL, "phase": APPROVAL, "time": time.time()})
     return code
 
 

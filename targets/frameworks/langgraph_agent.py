@@ -53,7 +53,7 @@ def _input(args: Any, snapshot: Any) -> Any:
     if not args.resume:
         return {"messages": [("user", args.prompt)]}
     if snapshot.interrupts:
-        if args.park and not args.approve:
+        if _parks(args) and not args.approve:
             return PARK  # a person approves it, later, by the separate command
         return APPROVE
     if not snapshot.next and not snapshot.tasks:  # (a task with pending writes is not in ``next``)
@@ -61,6 +61,13 @@ def _input(args: Any, snapshot: Any) -> Any:
             return {"messages": [("user", args.prompt)]}
         return ...
     return None
+
+
+def _parks(args: Any) -> bool:
+    """A run stops at an approval and exits parked (``--park``), rather than approving it here."""
+    if os.environ.get("LANGGRAPH_DRIVER_BUG") == "resume-approves" and args.resume and not args.approve:
+        return False  # (the bug: a resume after a crash approves what it meets, as if a person had)
+    return bool(args.park)
 
 
 def _on_server(db: str) -> bool:
@@ -100,7 +107,7 @@ async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
             return _said(given)
         result = await graph.ainvoke(given, config, durability=args.durability)
         while result.get("__interrupt__"):
-            if args.park:
+            if _parks(args):
                 return _said(PARK)
             result = await graph.ainvoke(APPROVE, config, durability=args.durability)
     return _said(result)
@@ -172,7 +179,7 @@ def _invoke(args: Any, app: Any, config: dict[str, Any]) -> Any:
             return given
         result = graph.invoke(given, config, durability=args.durability)
         while result.get("__interrupt__"):  # a graph that asks for approval: given at once, in this process
-            if args.park:
+            if _parks(args):
                 return PARK
             result = graph.invoke(APPROVE, config, durability=args.durability)
         return result
