@@ -167,9 +167,11 @@ def test_explore_generates_only_what_the_target_can_do(scenario: object) -> None
          "exit.parked: is required"),
         ("reference.toml", ("[env]", 'approve = ["{python}", "-V"]\n\n[env]'),
          "approve: a run approved by a separate command is judged on its [store]"),
+        ("langgraph.toml", ('path = "state.db"', 'path = "state.db"\nstate = "saved.json"'),
+         "store.state: the langgraph store reads no saved run state beside it"),
     ],
 )  # fmt: skip
-def test_an_approve_command_needs_a_store_and_a_parked_exit_status(
+def test_an_approve_command_needs_a_store_and_a_parked_exit_status_and_a_state_a_reader(
     tmp_path: Path, base: str, edit: tuple[str, str], says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / base

@@ -71,6 +71,13 @@ def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
     view = store_named("openai-agents").read({"agent.db": db.read_bytes()})
     assert view.calls == (Call("c1", "deploy", "{}"),) and view.outputs == (Output("c1", "ok"),)
     assert view.final == "Done." and view.items == 4 and view.started
+    saved = {"current_step": {"data": {"interruptions": [{"raw_item": {"call_id": "c2"}}]}}}
+    (tmp_path / "approvals").mkdir()
+    (tmp_path / "approvals" / "run.json").write_text(json.dumps(saved))
+    store = store_named("openai-agents")
+    for state, waiting in ((None, ()), ("approvals/*.json", ("c2",))):  # the target's [store] state
+        files = store.snapshot(tmp_path, "agent.db", state)
+        assert store.read(files).waiting == waiting, (state, sorted(files))
 
 
 def _dbos_db(

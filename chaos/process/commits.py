@@ -43,6 +43,7 @@ class Commits:
     ledger: str
     delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
     power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
+    state: str | None = None  # the target's ``[store] state``: a saved run state read with the store
     count: int = 0  # commits completed in the phase
     made: list[float] = field(default_factory=list)  # when each was completed (epoch seconds)
     begun: int = 0  # commit frames begun (their header written)
@@ -72,7 +73,7 @@ class Commits:
         return 0.0
 
     def view(self) -> View:
-        return self.store.view(self.workspace, self.path)
+        return self.store.view(self.workspace, self.path, self.state)
 
     def _made(self) -> None:
         self.count += 1
@@ -91,7 +92,7 @@ class Commits:
         """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""
         if not self.power_cut:
             return
-        for file in self.store.files(self.workspace, self.path):
+        for file in self.store.files(self.workspace, self.path, self.state):
             if path is None or str(file) == path:
                 try:
                     self.synced[str(file.relative_to(self.workspace))] = file.read_bytes()

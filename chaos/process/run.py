@@ -205,7 +205,7 @@ def phase_steps(
     workspace = world.box.workspace
     found: dict[str, bytes] = {}
     if store is not None and spec is not None:
-        found = store.snapshot(workspace, spec.path)
+        found = store.snapshot(workspace, spec.path, spec.state)
         phase.view_before = store.read(found)
     else:
         phase.log_before = world.log()
@@ -221,6 +221,7 @@ def phase_steps(
             str(world.box.ledger),
             world.scenario.store_delay,
             fault is not None and fault.cuts_to_synced,
+            spec.state,
         )
         if store is not None and spec is not None
         else None
@@ -307,8 +308,10 @@ def phase_steps(
         cut = fault is not None and fault.cuts_to_synced and stopper.stopped
         if store is not None and spec is not None and commits is not None:
             if cut:
-                _power_cut(workspace, store.snapshot(workspace, spec.path), commits.durable_files(found))
-            phase.store_files = store.snapshot(workspace, spec.path)
+                _power_cut(
+                    workspace, store.snapshot(workspace, spec.path, spec.state), commits.durable_files(found)
+                )
+            phase.store_files = store.snapshot(workspace, spec.path, spec.state)
             phase.view_after = store.read(phase.store_files)
         else:
             if durability is not None and cut:

@@ -101,6 +101,7 @@ class StoreSpec:
     kind: str  # a chaos.store adapter: session-log, langgraph, openai-agents
     path: str  # the store's main file, a glob relative to the workspace
     semantics: str = "at-most-once"
+    state: str | None = None  # where a run parked for approval saves itself (a glob), read with the store
 
 
 @dataclass(frozen=True)
@@ -359,9 +360,13 @@ def _store(top: Table) -> StoreSpec | None:
         kind=table.choice("kind", tuple(known())),
         path=table.take("path", str),
         semantics=table.choice("semantics", SEMANTICS, "at-most-once"),
+        state=table.take("state", str, None),
     )
-    if spec.path.startswith("/") or ".." in Path(spec.path).parts:
-        table.fail("path", "must be a path (or glob) relative to the workspace, e.g. state.db")
+    for key, value in (("path", spec.path), ("state", spec.state or "")):
+        if value.startswith("/") or ".." in Path(value).parts:
+            table.fail(key, "must be a path (or glob) relative to the workspace, e.g. state.db")
+    if spec.state is not None and not store_named(spec.kind).reads_state:
+        table.fail("state", f"the {spec.kind} store reads no saved run state beside it; leave state out")
     table.done(GUIDE)
     return spec
 

@@ -4,13 +4,14 @@ A session is the table ``agent_messages``: one row per item, JSON, in order.
 ``Runner`` adds items once per turn: the input; the tool calls and their
 outputs together, after the tools ran; the final message. A run paused for an
 approval is saved by the agent as a ``RunState`` (JSON) beside the database,
-``NAME.run-state.json``; the calls it holds for approval are ``waiting``, not
-orphans. Read with the standard library (the rows are JSON): the SDK need not be
+``NAME.run-state.json`` (or where the target's ``[store] state`` says); the calls it holds for approval
+are ``waiting``, not orphans. Read with the standard library (the rows are JSON): the SDK need not be
 installed to read its store.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import sqlite3
 from pathlib import Path
@@ -21,9 +22,16 @@ from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 RUN_STATE = ".run-state.json"
 
 
+def _is_state(name: str, data: bytes) -> bool:
+    """A saved run state among the store's files: a JSON object, not the SQLite database (whose file may
+    still be empty) nor its write-ahead log (the conventional ``NAME.run-state.json``, or wherever the
+    target's ``[store] state`` says)."""
+    return not name.endswith("-wal") and data.lstrip()[:1] == b"{"
+
+
 def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
     for name, data in files.items():
-        if name.endswith(RUN_STATE):
+        if _is_state(name, data):
             try:
                 state = json.loads(data)
                 held = state.get("current_step", {}).get("data", {}).get("interruptions", [])
@@ -38,13 +46,17 @@ class AgentsSessionStore(Store):
     commit = "sqlite-wal"
     description = "the OpenAI Agents SDK's SQLiteSession (agent_messages), and a saved RunState"
 
-    def files(self, workspace: Path, path: str) -> list[Path]:
+    reads_state = True
+
+    def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         found = super().files(workspace, path)
+        if state is not None:  # where the target says a parked run saves itself
+            return found + [Path(p) for p in sorted(glob.glob(str(workspace / state))) if Path(p).is_file()]
         states = [Path(f"{f}{RUN_STATE}") for f in found if not str(f).endswith("-wal")]
         return found + [s for s in states if s.is_file()]
 
     def read(self, files: dict[str, bytes]) -> View:
-        main = main_file({k: v for k, v in files.items() if not k.endswith(RUN_STATE)})
+        main = main_file({k: v for k, v in files.items() if not _is_state(k, v)})
         try:
             with opened_copy(files, main or "") as connection:
                 if connection is None or "agent_messages" not in tables(connection):

@@ -118,15 +118,19 @@ class Store(ABC):
     server: ClassVar[str | None] = None
     description: ClassVar[str]
 
-    def files(self, workspace: Path, path: str) -> list[Path]:
+    # It reads a run's saved state beside its store (``[store] state``: a run parked for approval)
+    reads_state: ClassVar[bool] = False
+
+    def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         """The files that hold the store now (the main file's matches and, for SQLite, their WAL)."""
         found = [Path(p) for p in sorted(glob.glob(str(workspace / path)))]
         return [f for main in found for f in (main, Path(f"{main}-wal")) if f.is_file()]
 
-    def snapshot(self, workspace: Path, path: str) -> dict[str, bytes]:
-        """A copy of the store's files, by path relative to the workspace."""
+    def snapshot(self, workspace: Path, path: str, state: str | None = None) -> dict[str, bytes]:
+        """A copy of the store's files (``state``: the glob of a saved run state the target names), by
+        path relative to the workspace."""
         out = {}
-        for file in self.files(workspace, path):
+        for file in self.files(workspace, path, state):
             try:
                 out[str(file.relative_to(workspace))] = file.read_bytes()
             except FileNotFoundError:
@@ -142,8 +146,8 @@ class Store(ABC):
         with, ``{session_id}`` in the target's start command)."""
         return None
 
-    def view(self, workspace: Path, path: str) -> View:
-        return self.read(self.snapshot(workspace, path))
+    def view(self, workspace: Path, path: str, state: str | None = None) -> View:
+        return self.read(self.snapshot(workspace, path, state))
 
 
 STORES: dict[str, Store] = {}

@@ -94,10 +94,10 @@ class ServerStore(Store):
     commit: ClassVar[str] = "wire"
     server: ClassVar[str] = "postgres"
 
-    def files(self, workspace: Path, path: str) -> list[Path]:
+    def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         return []  # nothing of it is a file of the agent's machine: a power cut there keeps it all
 
-    def snapshot(self, workspace: Path, path: str) -> dict[str, bytes]:
+    def snapshot(self, workspace: Path, path: str, state: str | None = None) -> dict[str, bytes]:
         import psycopg
 
         folder = server_dir(workspace)

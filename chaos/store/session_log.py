@@ -26,7 +26,7 @@ class SessionLog(Store):
     commit = "line"
     description = "the session contract's JSONL log (tiny-agent), read by chaos's reducer"
 
-    def files(self, workspace: Any, path: str) -> list[Any]:
+    def files(self, workspace: Any, path: str, state: str | None = None) -> list[Any]:
         return [f for f in super().files(workspace, path) if not str(f).endswith("-wal")]
 
     def session_id(self, files: dict[str, bytes]) -> str | None:

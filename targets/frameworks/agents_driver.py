@@ -5,7 +5,7 @@
 
 ``--app module:attr`` names the agent (an ``Agent``); its MCP servers, if it has any, are connected
 for the run. A run that stops for an
-approval is saved as a ``RunState`` beside the database (``DB.run-state.json``)
+approval is saved as a ``RunState`` beside the database (``DB.run-state.json``, or ``--state PATH``)
 and approved at once, as a person would; a resume picks that saved state up
 again when there is one, else it runs the agent on the session's items with no
 new input. A session whose last item is the final answer adds nothing. With ``--park`` a run that
@@ -43,7 +43,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _drive(agent: Any, args: argparse.Namespace) -> int:
     session = SQLiteSession(args.session, args.db)
-    saved = Path(f"{args.db}.run-state.json")
+    saved = Path(args.state or f"{args.db}.run-state.json")
+    saved.parent.mkdir(parents=True, exist_ok=True)
     if args.resume and saved.exists():
         if args.park and not args.approve:
             return parked()  # a person approves it, later, by the separate command
@@ -74,6 +75,9 @@ async def _drive(agent: Any, args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     options = parser(
         "agents_driver", "chaos.bundled.targets.frameworks.agents_app:agent", "agent.db", "--session"
+    )
+    options.add_argument(
+        "--state", help="where a run stopped for approval is saved (default DB.run-state.json)"
     )
     return asyncio.run(_run(with_approvals(options).parse_args(argv)))
 
