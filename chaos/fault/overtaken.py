@@ -31,9 +31,6 @@ class Overtaken(Fault):
             return f"overtaken parks a call at its effect's end (effect-done), not at {what}"
         return None
 
-    def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
-        return None
-
     def unavailable_on_log(self) -> str | None:
         return (
             "the overtaken fault orders the commits of a framework's store whose calls run at once; a "

@@ -14,6 +14,7 @@ store, ``chaos.store.postgres``).
 from __future__ import annotations
 
 from chaos.fault.base import Fault, Stop
+from chaos.store import known, store_named
 
 
 class PostgresCrash(Fault):
@@ -31,10 +32,8 @@ class PostgresCrash(Fault):
         return None if commit == "wire" else self.unavailable_on_log()
 
     def unavailable_on_log(self) -> str | None:
-        return (
-            "the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = "
-            "langgraph-postgres, dbos-postgres, pydantic-ai-dbos-postgres)"
-        )
+        kinds = ", ".join(k for k in known() if store_named(k).server == "postgres")
+        return f"the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = {kinds})"
 
     def stop(self, stop: Stop) -> None:
         stop.restart_database()

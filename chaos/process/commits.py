@@ -44,8 +44,7 @@ class Commits:
     delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
     power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
     state: str | None = None  # the target's ``[store] state``: a saved run state read with the store
-    count: int = 0  # commits completed in the phase
-    made: list[float] = field(default_factory=list)  # when each was completed (epoch seconds)
+    made: list[float] = field(default_factory=list)  # when each commit of the phase completed (epoch s)
     begun: int = 0  # commit frames begun (their header written)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
     _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
@@ -75,8 +74,12 @@ class Commits:
     def view(self) -> View:
         return self.store.view(self.workspace, self.path, self.state)
 
+    @property
+    def count(self) -> int:
+        """Commits completed in the phase."""
+        return len(self.made)
+
     def _made(self) -> None:
-        self.count += 1
         self.made.append(time.time())
 
     def made_by(self, moment: float) -> int:

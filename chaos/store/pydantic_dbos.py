@@ -31,7 +31,11 @@ MODEL_STEPS = ("__model.request", "__model.request_stream")
 def _calls(response: Any) -> list[Call]:
     """The tool calls a recorded ``ModelResponse`` holds."""
     if not isinstance(response, Pickled) or response.qualname != "ModelResponse":
-        what = type(response).__name__ if not isinstance(response, Pickled) else response.qualname
+        what = (
+            f"{response.module}.{response.qualname}"
+            if isinstance(response, Pickled)
+            else type(response).__name__
+        )
         raise Blind(f"a Pydantic AI model step recorded a {what}, not the ModelResponse chaos reads")
     calls = []
     for part in response.fields().get("parts") or []:

@@ -36,23 +36,30 @@ def _model() -> ChatOpenAI:
     )
 
 
-def builder(approved: bool = False) -> StateGraph[MessagesState]:
-    """The graph, not yet compiled: the driver compiles it with its checkpointer. ``approved``: a person
-    approves the model's calls before they run (a node of its own that parks the run, ``interrupt()``,
-    until the approval comes; it does nothing else, so running it again on the approval is harmless)."""
+def _with_agent() -> StateGraph[MessagesState]:
+    """A graph that starts at the model's node, ``agent`` (the rest is each graph's own)."""
     model = _model().bind_tools([deploy])
 
     def agent(state: MessagesState) -> dict[str, list[object]]:
         return {"messages": [model.invoke(state["messages"])]}
 
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    return graph
+
+
+def builder(approved: bool = False) -> StateGraph[MessagesState]:
+    """The graph, not yet compiled: the driver compiles it with its checkpointer. ``approved``: a person
+    approves the model's calls before they run (a node of its own that parks the run, ``interrupt()``,
+    until the approval comes; it does nothing else, so running it again on the approval is harmless)."""
+
     def ask(state: MessagesState) -> dict[str, list[object]]:
         interrupt({"approve": [c["id"] for c in state["messages"][-1].tool_calls]})  # type: ignore[union-attr]
         return {"messages": []}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
+    graph = _with_agent()
     graph.add_node("tools", ToolNode([deploy]))
-    graph.add_edge(START, "agent")
     if approved:
         graph.add_node("ask", ask)
         graph.add_conditional_edges("agent", tools_condition, {"tools": "ask", END: END})
@@ -67,10 +74,6 @@ def fan_out() -> StateGraph[MessagesState]:
     """Each call of an answer sent to a worker of its own (``Send``): the calls run as parallel tasks,
     and LangGraph saves each task's writes as it finishes (its pending writes), so one call's output
     may be durable while another is still running."""
-    model = _model().bind_tools([deploy])
-
-    def agent(state: MessagesState) -> dict[str, list[object]]:
-        return {"messages": [model.invoke(state["messages"])]}
 
     def dispatch(state: MessagesState) -> list[Send] | str:
         calls = getattr(state["messages"][-1], "tool_calls", None)
@@ -80,10 +83,8 @@ def fan_out() -> StateGraph[MessagesState]:
         call = packet["call"]
         return {"messages": [deploy.invoke({**call, "type": "tool_call"})]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
+    graph = _with_agent()
     graph.add_node("worker", worker)  # type: ignore[arg-type]  # (a Send packet, not the state)
-    graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", dispatch, ["worker", END])
     graph.add_edge("worker", "agent")
     return graph
