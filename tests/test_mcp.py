@@ -4,13 +4,16 @@ a case. Real servers on 127.0.0.1, real agent processes, real SIGKILLs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx
 import psutil
 import pytest
 
@@ -20,6 +23,7 @@ from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
 from chaos.scenario.model import Boundary, Crash
+from chaos.world import MCP_TOKEN_ENV
 from chaos.world.sandbox import make_sandbox
 from tests.conftest import MCP_ONLY, REPO, needs_modules, needs_node
 from tests.test_frameworks import agents_sdk
@@ -170,57 +174,107 @@ def test_a_spoiled_answer_is_an_error_result_and_the_call_is_not_made_again(
     assert not _servers()
 
 
-def test_a_lost_session_answers_404_and_a_new_session_works(tmp_path: Path) -> None:
-    """On the wire (the 2025 protocol's initialize handshake): once the server forgot the session, a request
-    naming it is answered 404, and a new initialize gets a new Mcp-Session-Id that works."""
+@contextlib.contextmanager
+def _served(tmp_path: Path, token: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Any]]:
+    """The world's MCP server over HTTP on a socket of its own, answering under ``token``: its port's URL
+    (no path), the process, and its sandbox."""
     box = make_sandbox({}, tmp_path)
     listener = socket.create_server(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
     argv = [sys.executable, "-m", "chaos.world.mcp_server", "--http-fd", str(listener.fileno())]
     args = ["--workspace", str(box.workspace), "--ledger", str(box.ledger), "--gate-dir", str(box.gate_dir)]
     server = subprocess.Popen(
-        [*argv, *args, "--log-glob", "none"], stdin=subprocess.PIPE, pass_fds=[listener.fileno()]
+        [*argv, *args, "--log-glob", "none"],
+        stdin=subprocess.PIPE,
+        pass_fds=[listener.fileno()],
+        env={**os.environ, MCP_TOKEN_ENV: token},
     )
-    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-
-    def post(
-        client: httpx.Client, session: str, method: str, rid: int | None, **params: object
-    ) -> httpx.Response:
-        body: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
-        if rid is not None:
-            body["id"] = rid
-        return client.post(
-            url, json=body, headers={**headers, **({"mcp-session-id": session} if session else {})}
-        )
-
-    def initialize(client: httpx.Client) -> str:
-        info = {"name": "test", "version": "1"}
-        answer = post(
-            client, "", "initialize", 1, protocolVersion="2025-06-18", capabilities={}, clientInfo=info
-        )
-        session = answer.headers["mcp-session-id"]
-        assert post(client, session, "notifications/initialized", None).status_code == 202
-        return session
-
     try:
-        with httpx.Client(timeout=10) as client:
-            session = initialize(client)
-            box.spoil("session-lost")
-            with pytest.raises(httpx.RemoteProtocolError):  # the connection closes, no answer on it
-                post(client, session, "tools/call", 2, name="bash", arguments={"command": "echo ran"})
-            assert post(client, session, "tools/list", 3).status_code == 404
-            renewed = initialize(client)
-            assert renewed != session
-            listed = post(client, renewed, "tools/list", 2)
-            assert listed.status_code == 200 and '"bash"' in listed.text
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", server, box
     finally:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(10)
         listener.close()
+
+
+HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+
+
+def _post(client: Any, url: str, session: str, method: str, rid: int | None, **params: object) -> Any:
+    body: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if rid is not None:
+        body["id"] = rid
+    return client.post(
+        url, json=body, headers={**HEADERS, **({"mcp-session-id": session} if session else {})}
+    )
+
+
+def _initialize(client: Any, url: str) -> str:
+    info = {"name": "test", "version": "1"}
+    answer = _post(
+        client, url, "", "initialize", 1, protocolVersion="2025-06-18", capabilities={}, clientInfo=info
+    )
+    session = str(answer.headers["mcp-session-id"])
+    assert _post(client, url, session, "notifications/initialized", None).status_code == 202
+    return session
+
+
+def test_a_lost_session_answers_404_and_a_new_session_works(tmp_path: Path) -> None:
+    """On the wire (the 2025 protocol's initialize handshake): once the server forgot the session, a request
+    naming it is answered 404, and a new initialize gets a new Mcp-Session-Id that works."""
+    httpx = pytest.importorskip("httpx", reason="httpx comes with the MCP SDK (the mcp extra)")
+    with _served(tmp_path, "case-token") as (root, _, box), httpx.Client(timeout=10) as client:
+        url = f"{root}/case-token/mcp"
+        session = _initialize(client, url)
+        box.spoil("session-lost")
+        with pytest.raises(httpx.RemoteProtocolError):  # the connection closes, no answer on it
+            _post(client, url, session, "tools/call", 2, name="bash", arguments={"command": "echo ran"})
+        assert _post(client, url, session, "tools/list", 3).status_code == 404
+        renewed = _initialize(client, url)
+        assert renewed != session
+        listed = _post(client, url, renewed, "tools/list", 2)
+        assert listed.status_code == 200 and '"bash"' in listed.text
     assert [
         e["delivered"] for e in map(json.loads, box.ledger.read_text().splitlines()) if e["phase"] == "answer"
     ] == ["session-lost"]
+
+
+def test_the_mcp_server_answers_only_under_the_case_token(tmp_path: Path) -> None:
+    """Issue 54, point 2: ``{mcp_url}`` was ``http://127.0.0.1:PORT/mcp`` with no token, and another local
+    user (``nobody``) ran a command as chaos's user through ``bash``. Now the path carries a token made for
+    the case, given to the server in its environment (its command line is every user's to read); any
+    other path is 404. Point 9: a non-UTF-8 ``Mcp-Session-Id`` was a 500; now it is a 400."""
+    httpx = pytest.importorskip("httpx", reason="httpx comes with the MCP SDK (the mcp extra)")
+    token = "a-token-made-for-the-case"
+    with _served(tmp_path, token) as (root, server, _), httpx.Client(timeout=10) as client:
+        assert token not in " ".join(psutil.Process(server.pid).cmdline())
+        for path in ("/mcp", "/wrong-token/mcp", f"/{token}x/mcp", f"/{token}"):
+            listed = _post(client, f"{root}{path}", "", "tools/list", 1)
+            assert listed.status_code == 404, path
+        url = f"{root}/{token}/mcp"
+        _initialize(client, url)
+        bad = client.post(url, json={}, headers={**HEADERS, "mcp-session-id": b"\xff\xfe"})
+        assert bad.status_code == 400 and "UTF-8" in bad.text
+        # Another local user, who finds the port (every user can list sockets) but not the token, with the
+        # system's interpreter (chaos's may sit in a folder that user cannot open)
+        if os.geteuid() != 0 or not os.access("/usr/bin/python3", os.X_OK):
+            pytest.skip("dropping to another user needs root and the system's /usr/bin/python3")
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bash"}}
+        probe = (
+            "import json, sys, urllib.request, urllib.error\n"
+            "req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), headers=json.loads(sys.argv[3]))\n"
+            "try:\n    print(urllib.request.urlopen(req, timeout=10).status)\n"
+            "except urllib.error.HTTPError as err:\n    print(err.code)\n"
+        )
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", probe, f"{root}/mcp", json.dumps(call), json.dumps(HEADERS)],
+            user="nobody",
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd="/",
+        )
+        assert done.stdout.strip() == "404", done.stderr
 
 
 @needs_node

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.contract import Reducer, plan_recovery, reduce
+from chaos.errors import UsageError
 from chaos.store import known, store_named
 
 
@@ -66,7 +67,10 @@ def _store_fixture(root: Path, entry: dict[str, Any]) -> FixtureVerdict:
     files = {
         p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
     }
-    read = store_named(expected["store"]).read(files).normalized()
+    view = store_named(expected["store"]).read(files)
+    if view.blind is not None:  # what chaos cannot read is no verdict either way
+        raise UsageError(f"store-fixtures/{entry['files']}: chaos cannot read it: {view.blind}")
+    read = view.normalized()
     got = {k: v for k, v in read.items() if k in expected["view"]}  # (a field newer than the fixture is
     # not judged: what it was mined with still must read the same)
     return FixtureVerdict(

@@ -3,7 +3,8 @@
 A target with ``mcp = "http"`` reaches its tools at ``{mcp_url}``. chaos binds the socket on 127.0.0.1
 itself and hands it to the server (``chaos.world.mcp_server --http-fd``), so the URL is known before the
 server has started and no port can be taken in between: an agent that connects early waits in the
-socket's backlog. The server outlives each phase (an agent killed mid-call leaves it to complete the
+socket's backlog. The URL's path holds a token made for the case: the server answers nothing else, so
+another local user who finds the port cannot run the case's ``bash``. The server outlives each phase (an agent killed mid-call leaves it to complete the
 call, as a real server would) and goes when the world closes; everything it started goes with it (its
 cage), and it ends by itself if chaos dies first (its standard input closes).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import secrets
 import socket
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import time
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries
 from chaos.process.contain import Cage
+from chaos.world import MCP_TOKEN_ENV
 from chaos.world.world import World
 
 STOP_WAIT = 5.0  # seconds a server has to end once asked
@@ -39,8 +42,9 @@ def serve_tools(world: World) -> None:
         )
     if world.target.mcp != "http":
         return
-    served = Served(world, socket.create_server(("127.0.0.1", 0), backlog=64))
-    world.mcp_url = f"http://127.0.0.1:{served.listener.getsockname()[1]}/mcp"
+    token = secrets.token_urlsafe(24)
+    served = Served(world, socket.create_server(("127.0.0.1", 0), backlog=64), token)
+    world.mcp_url = f"http://127.0.0.1:{served.listener.getsockname()[1]}/{token}/mcp"
     world.closers.append(served.close)
     world.restart_tools, world.settle_tools = served.restart, served.settle
 
@@ -48,8 +52,8 @@ def serve_tools(world: World) -> None:
 class Served:
     """The server process of one world, on the socket chaos holds for the whole case."""
 
-    def __init__(self, world: World, listener: socket.socket) -> None:
-        self.world, self.listener = world, listener
+    def __init__(self, world: World, listener: socket.socket, token: str) -> None:
+        self.world, self.listener, self.token = world, listener, token
         try:
             self._start()
         except BaseException:
@@ -77,7 +81,7 @@ class Served:
                     pass_fds=[fd],
                     start_new_session=True,
                     preexec_fn=self.cage.enter,
-                    env=world.box.environment({}, [], world.log_glob),
+                    env=world.box.environment({MCP_TOKEN_ENV: self.token}, [], world.log_glob),
                 )
         except BaseException:
             self.cage.remove()

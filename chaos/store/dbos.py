@@ -27,8 +27,9 @@ from functools import cache
 from typing import Any, ClassVar
 
 from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.inert import Blind
 from chaos.store.postgres import ServerStore
-from chaos.store.sqlite import Blind, SqliteStore
+from chaos.store.sqlite import SqliteStore
 
 # The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules)
 RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")

@@ -20,8 +20,8 @@ from typing import Any
 
 from chaos.store.base import Call, Output, register
 from chaos.store.dbos import DbosStore, Pickled, decoded
+from chaos.store.inert import Blind
 from chaos.store.postgres import ServerStore
-from chaos.store.sqlite import Blind
 
 # What a model response holds: Pydantic AI's message classes, and the timestamps and time zones in them
 READABLE = ("pydantic_ai", "pydantic_core", "datetime")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from chaos.store.base import Store, View
+from chaos.store.inert import Blind
 
 FRAME_HEADER = 24
 
@@ -69,10 +70,6 @@ def main_file(files: dict[str, bytes]) -> str | None:
 
 def unreadable(err: Exception) -> str:
     return f"{type(err).__name__}: {err}".replace(os.linesep, " ")
-
-
-class Blind(Exception):
-    """What the framework could read and chaos cannot (it says what, and what to change): no verdict."""
 
 
 class SqliteStore(Store):

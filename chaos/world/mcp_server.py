@@ -6,7 +6,10 @@ server goes on and completes the effect. This program is that server. It runs ap
 
 - ``--http-fd FD``: the world binds a socket on 127.0.0.1 and passes it; the server lives as long as the
   case (every phase of it meets the same server, as a real agent meets a long-lived one), and ends when
-  its standard input (a pipe from chaos) closes. chaos gives the agent ``{mcp_url}``.
+  its standard input (a pipe from chaos) closes. chaos gives the agent ``{mcp_url}``, whose path holds
+  the case's token (``$CHAOS_MCP_TOKEN``, never on the command line, which every local user can read):
+  a request on any other path is answered 404, so no other local user reaches the tools (``bash``
+  among them) through the port.
 - ``--stdio``: the agent starts it as a child (``{mcp_command}``) and talks over its stdin/stdout; it
   dies with the agent's tree.
 
@@ -60,6 +63,7 @@ from chaos.bundled.targets.reference.tools import (  # type: ignore[import-not-f
     run_tool,
 )
 from chaos.ledger import gate, numbered, record
+from chaos.world import MCP_TOKEN_ENV
 from chaos.world.ledger import intents
 
 ACTIVE = "active"  # the gate directory's file naming the gates of the phase now running
@@ -141,12 +145,28 @@ class Tools:
         return how if how in SPOILS else "whole"
 
 
+async def _refuse(send: Any, status: int, message: str) -> None:
+    """An HTTP answer with a JSON-RPC error and no result, as the SDK gives one."""
+    error = {"code": INVALID_REQUEST, "message": message}
+    await send(
+        {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send(
+        {
+            "type": "http.response.body",
+            "body": json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(),
+        }
+    )
+
+
 class Spoiling:
-    """The HTTP side of the spoils (ASGI, around the SDK's app): the answers of the calls marked ``cut``
-    or ``session-lost`` are spoiled on their way out, and a forgotten session is answered 404, as the SDK
+    """The HTTP side of the server (ASGI, around the SDK's app): only requests under the case's token
+    reach the SDK (on its own path, the token taken off); the answers of the calls marked ``cut`` or
+    ``session-lost`` are spoiled on their way out, and a forgotten session is answered 404, as the SDK
     answers a session it no longer knows."""
 
-    def __init__(self) -> None:
+    def __init__(self, token: str) -> None:
+        self.prefix = f"/{token}"
         self.app: Any = None  # the SDK's app, once built (it is built from the server this one marks for)
         self.marked: dict[tuple[str, Any], str] = {}  # (session id, JSON-RPC id) -> cut | session-lost
         self.forgotten: set[str] = set()
@@ -166,22 +186,21 @@ class Spoiling:
         return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        session = dict(scope.get("headers", [])).get(b"mcp-session-id", b"").decode()
-        if scope["type"] == "http" and session in self.forgotten:
-            error = {"code": INVALID_REQUEST, "message": "Session not found"}
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 404,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(),
-                }
-            )
+        if scope["type"] != "http":  # the lifespan
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+        if not path.startswith(f"{self.prefix}/"):
+            await _refuse(send, 404, "Not found")
+            return
+        scope = {**scope, "path": path.removeprefix(self.prefix), "raw_path": None}
+        try:
+            session = dict(scope.get("headers", [])).get(b"mcp-session-id", b"").decode()
+        except UnicodeDecodeError:
+            await _refuse(send, 400, "Bad Request: the Mcp-Session-Id header is not UTF-8")
+            return
+        if session in self.forgotten:
+            await _refuse(send, 404, "Session not found")
             return
         spoiled = False
 
@@ -236,7 +255,7 @@ def _http(tools: Tools, fd: int) -> None:
     import uvicorn
 
     sock = socket.socket(fileno=fd)
-    spoiling = Spoiling()
+    spoiling = Spoiling(os.environ[MCP_TOKEN_ENV])
     spoiling.app = server(tools, spoiling).streamable_http_app()
     config = uvicorn.Config(spoiling, log_level="warning", lifespan="on")
     served = uvicorn.Server(config)

@@ -1,0 +1,133 @@
+"""Stores a hostile agent wrote (issue 54): reading them runs nothing, and every read is bounded.
+
+Each test names the numbered point of the issue it holds; each failed on the main branch before it. They
+start no agent: the hostile bytes are written here, as an agent would leave them, and read as chaos reads a
+crash prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.cli import main
+from chaos.store import store_named
+from tests.conftest import needs_modules
+
+langgraph = needs_modules("langgraph.checkpoint.sqlite", "ormsgpack")
+
+
+def _saver_database(path: Path) -> None:
+    """A real SqliteSaver database holding one ordinary checkpoint of a thread."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    connection = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(connection)
+    checkpoint = empty_checkpoint()
+    asked = AIMessage("", tool_calls=[{"id": "call_1_1", "name": "deploy", "args": {"service": "web"}}])
+    checkpoint["channel_values"] = {"messages": [HumanMessage("Deploy web."), asked]}
+    saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {}, {})
+    connection.close()
+
+
+def _plant(path: Path, kind: str, blob: bytes) -> None:
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE checkpoints SET type = ?, checkpoint = ?", (kind, blob))
+
+
+def _os_system(marker: Path) -> list[tuple[str, bytes]]:
+    """A checkpoint that names ``os.system``, in each of the forms LangGraph's reader would call it."""
+    import ormsgpack
+
+    command = f"touch {marker}"
+    ext = [
+        ormsgpack.Ext(0, ormsgpack.packb(["os", "system", command])),  # constructor, one argument
+        ormsgpack.Ext(1, ormsgpack.packb(["os", "system", [command]])),  # constructor, positional
+        ormsgpack.Ext(3, ormsgpack.packb(["os", "system", command, "__call__"])),  # a method
+        ormsgpack.Ext(5, ormsgpack.packb(["subprocess", "Popen", {"args": command, "shell": True}, "x"])),
+    ]
+    forms = [("msgpack", ormsgpack.packb({"v": 4, "channel_values": {"messages": [e]}})) for e in ext]
+    revived = {"lc": 2, "type": "constructor", "id": ["os", "system"], "args": [command]}
+    forms.append(("json", json.dumps({"v": 4, "channel_values": {"messages": [revived]}}).encode()))
+    forms.append(("pickle", pickle.dumps({"v": 4, "channel_values": {}})))
+    return forms
+
+
+def _read(database: Path) -> Any:
+    store = store_named("langgraph")
+    return store.read(store.snapshot(database.parent, database.name))
+
+
+@langgraph
+def test_1_a_hostile_checkpoint_runs_nothing_and_makes_chaos_blind(tmp_path: Path) -> None:
+    """Point 1: LangGraph's serializer imported and called any ``module.attr(arg)`` a checkpoint named; a
+    checkpoint written by a hostile agent ran ``os.system`` inside chaos. Now: nothing runs, and the store
+    reads as blind (exit 2) naming the type."""
+    marker = tmp_path / "ran"
+    database = tmp_path / "graph.db"
+    _saver_database(database)
+    good = _read(database)
+    assert good.blind is None and [c.id for c in good.calls] == ["call_1_1"] and good.inputs == ("Deploy web.",)
+    for kind, blob in _os_system(marker):
+        _plant(database, kind, blob)
+        view = _read(database)
+        assert not marker.exists(), kind
+        assert view.blind is not None, kind
+        assert "os.system" in view.blind or "subprocess.Popen" in view.blind or "pickle" in view.blind, view
+
+
+@langgraph
+def test_1_the_postgres_layout_is_read_the_same_way(tmp_path: Path) -> None:
+    """Point 1, PostgreSQL: the saver's blobs and its JSON checkpoint decoded by chaos, not LangGraph."""
+    import ormsgpack
+
+    from chaos.store.langgraph import LangGraphPostgresStore
+
+    marker = tmp_path / "ran"
+    connection = sqlite3.connect(":memory:")
+    connection.executescript(
+        "CREATE TABLE checkpoints (thread_id, checkpoint_ns, checkpoint_id, checkpoint);"
+        "CREATE TABLE checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob);"
+        "CREATE TABLE checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_path, task_id, idx,"
+        " type, blob);"
+    )
+    checkpoint = {"v": 4, "channel_values": {}, "channel_versions": {"messages": "1"}}
+    connection.execute("INSERT INTO checkpoints VALUES ('t', '', '1', ?)", (json.dumps(checkpoint),))
+    hostile = ormsgpack.packb([ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"]))])
+    connection.execute("INSERT INTO checkpoint_blobs VALUES ('t', '', 'messages', '1', 'msgpack', ?)", (hostile,))
+    from chaos.store.inert import Blind
+
+    with pytest.raises(Blind, match="os.system"):
+        LangGraphPostgresStore().from_database(connection)
+    assert not marker.exists()
+
+
+@langgraph
+def test_1_fixtures_check_of_a_hostile_corpus_runs_nothing_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Point 1: a data-only fixture corpus ran the same code under ``chaos fixtures check`` (which then
+    reported "1 of 1 still match")."""
+    marker = tmp_path / "ran"
+    corpus = tmp_path / "corpus"
+    files = corpus / "store-fixtures" / "hostile"
+    files.mkdir(parents=True)
+    _saver_database(files / "graph.db")
+    kind, blob = _os_system(marker)[0]
+    _plant(files / "graph.db", kind, blob)
+    view = {"calls": [], "outputs": [], "final": None}
+    (corpus / "store-fixtures" / "hostile.expected.json").write_text(
+        json.dumps({"store": "langgraph", "view": view})
+    )
+    manifest = {"fixtures": [{"name": "hostile", "files": "hostile", "expected": "hostile.expected.json"}]}
+    (corpus / "store-fixtures" / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["fixtures", "check", str(corpus)]) == 2
+    assert not marker.exists()
+    assert "os.system" in capsys.readouterr().err
