@@ -126,6 +126,20 @@ def test_the_answer_to_a_commit_is_held_whole_even_when_it_arrives_byte_by_byte(
     assert before == _complete("BEGIN") + _ready("T") + _complete("INSERT 0 1") + _ready("T")
 
 
+def test_a_huge_row_passes_as_it_comes_and_is_never_held_whole() -> None:
+    """Issue 54, point 4: the relay held whole messages in memory (a 300 MB row). A row now passes as its
+    bytes come; only a CommandComplete or a ReadyForQuery is read whole, and one claiming more than such a
+    message can hold is no PostgreSQL."""
+    claimed = 300 * 1024 * 1024
+    relay = Commits()
+    head = b"D" + struct.pack("!I", 4 + claimed)
+    first = relay.feed(head + b"x" * 1000)
+    assert b"".join(p.data for p in first) == head + b"x" * 1000 and len(relay._buffer) == 0
+    assert b"".join(p.data for p in relay.feed(b"y" * 4096)) == b"y" * 4096
+    with pytest.raises(ValueError, match="claims"):
+        Commits().feed(b"C" + struct.pack("!I", 1 << 30))
+
+
 # -- a real server, through the relay ----------------------------------------------------------------------
 def _servers(root: Path) -> list[psutil.Process]:
     """The live PostgreSQL processes whose command line names a folder under ``root``."""
@@ -145,7 +159,7 @@ def test_the_relay_holds_each_commit_until_it_is_decided_and_the_server_goes_wit
     world = open_world(api.load(ONE), load_target(LANGGRAPH), {})
     root = world.box.root
     folder = server_dir(world.box.workspace).resolve()  # (the server's user's own folder, run as root)
-    assert world.relay is not None and world.database_url.startswith("postgresql://chaos@127.0.0.1:")
+    assert world.relay is not None and world.database_url.startswith("postgresql://agent:")
     store = store_named("langgraph-postgres")
     seen: list[tuple[int, bytes]] = []
 
@@ -326,3 +340,67 @@ def test_no_server_outlives_a_chaos_interrupted_or_killed(how: str, open_tmp: Pa
         assert not list(tmp_path.glob("chaos-*")), list(tmp_path.iterdir())
     for child in psutil.Process().children(recursive=True):  # what the killed chaos left (the agent)
         child.kill()
+
+
+@needs_postgres
+def test_no_one_but_the_case_reaches_the_server_and_the_agent_runs_no_program(tmp_path: Path) -> None:
+    """Issue 54, point 3: trust authentication and a 0777 socket in a 0755 folder let any local user in as
+    superuser, and ``COPY ... TO PROGRAM`` ran commands outside the phase's cage. Now the socket is the
+    server user's alone, every login needs a password, the agent's role (its case's password, in
+    ``{postgres_url}``) owns the database and is no superuser; the relay refuses a startup packet that
+    claims 2 GiB and stays up past as many idle clients as it serves."""
+    import socket as sockets
+
+    import psycopg
+
+    from chaos.world.pgwire import MAX_CONNECTIONS
+
+    world = open_world(api.load(ONE), load_target(LANGGRAPH), {})
+    marker = tmp_path / "ran"
+    try:
+        assert world.relay is not None
+        folder = server_dir(world.box.workspace).resolve()
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert (folder / ".s.PGSQL.5432").stat().st_mode & 0o777 == 0o700
+        url = world.database_url
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (n int)")  # the agent's role owns the database
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'")
+        assert not marker.exists()
+        port = world.relay.port
+        for user in ("chaos", "agent", "postgres"):  # without the password, nobody logs in
+            with pytest.raises(psycopg.OperationalError, match="password"):
+                psycopg.connect(f"postgresql://{user}@127.0.0.1:{port}/chaos?sslmode=disable").close()
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(url.replace(url.split(":")[2].split("@")[0], "guessed")).close()
+        # a startup claiming 2 GiB is dropped; as many idle clients as the relay serves, and one more
+        with sockets.create_connection(("127.0.0.1", port)) as huge:
+            huge.sendall(struct.pack("!II", 1 << 31, 196608))
+            assert huge.recv(10) == b""
+        idle = [sockets.create_connection(("127.0.0.1", port)) for _ in range(MAX_CONNECTIONS + 1)]
+        assert idle[-1].recv(10) == b""  # closed at once: the relay serves no more
+        for sock in idle:
+            sock.close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+                    assert conn.execute("SELECT 1").fetchone() == (1,)
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline, "the relay stopped for good"
+                time.sleep(0.1)
+        if os.geteuid() == 0 and os.access("/usr/bin/python3", os.X_OK):  # another local user, at the socket
+            probe = "import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])"
+            done = subprocess.run(
+                ["/usr/bin/python3", "-c", probe, str(folder / ".s.PGSQL.5432")],
+                user="nobody",
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd="/",
+            )
+            assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr
+    finally:
+        world.close()

@@ -14,6 +14,13 @@ dies with chaos however chaos ends (the kernel's parent-death signal, see
 ``_Spawner``; the next chaos removes a sandbox and a cage left so, as it does
 for its own).
 
+No other local user gets in: the socket is the server user's alone (0700, in
+a folder of 0700), every connection needs a password (SCRAM), the agent's
+role is made for its case (``chaos.store.postgres.AGENT``: the database's
+owner, no superuser, so no ``COPY ... TO PROGRAM`` starts a process outside
+the phase's cage), and the relay takes at most ``MAX_CONNECTIONS`` clients,
+each with a bounded startup.
+
 The server keeps ``fsync`` off: a process kill (of the agent, or of the server
 itself) loses nothing the kernel has, and ``synchronous_commit`` stays on, so a
 commit is written before the server answers it. As root (a container), the
@@ -34,6 +41,7 @@ import importlib.util
 import os
 import pwd
 import queue
+import secrets
 import shutil
 import signal
 import stat
@@ -47,7 +55,7 @@ from typing import Any, TypeVar, cast
 
 from chaos.errors import TargetUnusable
 from chaos.process.contain import Cage
-from chaos.store.postgres import DATABASE, PORT, USER, dsn, server_dir
+from chaos.store.postgres import AGENT, DATABASE, PASSWORD, PORT, USER, dsn, server_dir
 from chaos.world.pgwire import Relay
 from chaos.world.sandbox import PREFIX, claim
 from chaos.world.world import World
@@ -58,7 +66,7 @@ SEARCH = "/usr/lib/postgresql/*/bin"  # Debian's server binaries, a folder per m
 INSTALL = "install PostgreSQL's server (Debian: apt-get install postgresql), or put its bin folder on PATH"
 SETTINGS = [
     "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
-    "-c", "shared_buffers=16MB", "-c", "max_connections=40", "-c", "unix_socket_permissions=0777",
+    "-c", "shared_buffers=16MB", "-c", "max_connections=40", "-c", "unix_socket_permissions=0700",
 ]  # fmt: skip
 
 
@@ -177,8 +185,8 @@ _MAKING = threading.Lock()
 
 
 def _template() -> Path:
-    """This chaos process's cluster, made once (sweep workers share it): the superuser and database
-    ``chaos``, trusted locally."""
+    """This chaos process's cluster, made once (sweep workers share it): the superuser ``chaos`` with
+    this process's password, and the database ``chaos`` owned by the agent's role."""
     with _MAKING:
         if not _MADE:
             _MADE.append(_initdb())
@@ -190,14 +198,17 @@ def _initdb() -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}postgres-", dir=_base()))
     claim(folder)
     atexit.register(shutil.rmtree, folder, True)
-    os.chmod(folder, 0o755)
-    data = folder / "data"
+    data, secret = folder / "data", folder / "password"
+    secret.write_text(PASSWORD)
     _own(folder)
-    _run([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync",
-          "--locale=C.UTF-8"])  # fmt: skip
-    _run(
-        [str(bin_dir / "postgres"), "--single", "-D", str(data), "postgres"], f"CREATE DATABASE {DATABASE};\n"
-    )
+    os.chmod(folder, 0o700)
+    try:
+        _run([str(bin_dir / "initdb"), "-D", str(data), "-A", "scram-sha-256", "--pwfile", str(secret),
+              "-U", USER, "-E", "UTF8", "--no-sync", "--locale=C.UTF-8"])  # fmt: skip
+    finally:
+        secret.unlink()
+    made = f"CREATE ROLE {AGENT} LOGIN;\nCREATE DATABASE {DATABASE} OWNER {AGENT};\n"
+    _run([str(bin_dir / "postgres"), "--single", "-D", str(data), "postgres"], made)
     return data
 
 
@@ -211,13 +222,14 @@ class Server:
         if _user() is not None:  # the server's user must reach its folder: one of its own, linked to
             self.own = Path(tempfile.mkdtemp(prefix=PREFIX, dir=_base()))
             claim(self.own)
-            self.own.chmod(0o755)
             self.folder.symlink_to(self.own)
         self.real = self.own or self.folder  # what the server is told (its user cannot pass the sandbox)
         self.data = self.real / "data"
         shutil.copytree(template, self.data, symlinks=True)
         self.data.chmod(0o700)
         _own(self.real)
+        self.real.chmod(0o700)  # the socket's folder: the server's user's alone
+        self.password = secrets.token_urlsafe(24)  # the agent's, for this case
         self.log = world.box.home / "postgres.log"
         self.cage: Cage | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -230,8 +242,8 @@ class Server:
 
     @property
     def url(self) -> str:
-        """What the agent connects to: the relay, without TLS (it has none to offer)."""
-        return f"postgresql://{USER}@127.0.0.1:{self.relay.port}/{DATABASE}?sslmode=disable"
+        """What the agent connects to: the relay, without TLS (it has none to offer), as its case's role."""
+        return f"postgresql://{AGENT}:{self.password}@127.0.0.1:{self.relay.port}/{DATABASE}?sslmode=disable"
 
     def start(self) -> None:
         self.cage = Cage()
@@ -253,6 +265,7 @@ class Server:
 
     def _ready(self) -> None:
         import psycopg
+        import psycopg.sql
 
         deadline = time.monotonic() + READY_WAIT
         while True:
@@ -263,7 +276,11 @@ class Server:
                     f"the world's PostgreSQL server did not start ({self.proc.returncode}): {tail}"
                 )
             try:
-                psycopg.connect(dsn(self.folder), connect_timeout=2).close()
+                with psycopg.connect(dsn(self.folder), connect_timeout=2, autocommit=True) as connection:
+                    role = psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                        psycopg.sql.Identifier(AGENT), psycopg.sql.Literal(self.password)
+                    )
+                    connection.execute(role)
                 return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:

@@ -9,7 +9,10 @@ saved as a fixture, read again later without a server. Values are kept as
 SQLite can hold them: JSON as its text, ``bytea`` as blobs, times as ISO text.
 
 Where the server is: ``SERVER_DIR`` beside the workspace in the sandbox, its
-Unix socket in it, the database ``DATABASE`` of user ``USER``. Needs psycopg
+Unix socket in it, the database ``DATABASE``. chaos reads it as the superuser
+``USER`` with a password made for this chaos process (``PASSWORD``, in memory
+only); the agent connects as ``AGENT``, the database's owner and no superuser
+(no ``COPY ... TO PROGRAM``), with a password made for its case. Needs psycopg
 (``pip install 'chaos[postgres]'``).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import secrets
 import sqlite3
 import uuid
 from pathlib import Path
@@ -27,6 +31,8 @@ from chaos.store.base import Store
 
 SERVER_DIR = "postgres"  # the server's folder in the sandbox, beside the workspace (its socket in it)
 DATABASE = USER = "chaos"
+AGENT = "agent"  # the role the agent connects as (through the relay): it owns DATABASE, nothing more
+PASSWORD = secrets.token_urlsafe(24)  # USER's: the cluster is made once per chaos process, with this
 IMAGE = "postgres.db"  # the copy's name among a snapshot's files
 PORT = 5432  # the socket's number (its name: .s.PGSQL.5432); nothing listens on TCP
 
@@ -38,7 +44,7 @@ def server_dir(workspace: Path) -> Path:
 def dsn(folder: Path) -> str:
     """How chaos reaches the world's server in ``folder`` (``server_dir``) directly, not through the relay:
     its reads are no commits."""
-    return f"host={folder} port={PORT} dbname={DATABASE} user={USER}"
+    return f"host={folder} port={PORT} dbname={DATABASE} user={USER} password={PASSWORD}"
 
 
 def _plain(value: Any) -> Any:

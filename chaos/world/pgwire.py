@@ -16,8 +16,13 @@ still waiting for its answer, it may kill the agent there, which then never
 learns its commit happened (``commit#k``, exactly). Everything else passes as
 it comes, byte for byte.
 
-``Commits`` (the state of one connection) is pure over the bytes it is fed;
-the sockets are ``Relay``'s. The agent connects over TCP on 127.0.0.1 without
+``Commits`` (the state of one connection) is pure over the bytes it is fed,
+and holds at most one small message (a ``CommandComplete``, a ``ReadyForQuery``):
+every other message passes as its bytes come, so a 300 MB row costs the relay
+no more than a small one. The sockets are ``Relay``'s, which serves at most
+``MAX_CONNECTIONS`` clients at once, gives each ``STARTUP_WAIT`` seconds and
+``MAX_STARTUP`` bytes (PostgreSQL's own limit) to say who it is, and keeps
+accepting when the process runs out of descriptors for a moment. The agent connects over TCP on 127.0.0.1 without
 TLS (the relay answers a TLS request "no", as a server without TLS does); the
 relay reaches the server on its Unix socket.
 """
@@ -28,6 +33,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -53,6 +59,12 @@ WRITES = frozenset(
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104
 # Backend messages after which the server waits for the client (flushed at once, never held)
 WAITS = frozenset(b"GWR")
+# The only messages the relay reads whole (the rest pass as they come): CommandComplete, ReadyForQuery
+READ = frozenset(b"CZ")
+MAX_READ = 1024  # bytes such a message may claim (a tag, a transaction state): more is no PostgreSQL
+MAX_STARTUP = 10_000  # bytes a startup packet may claim (the server's own MAX_STARTUP_PACKET_LENGTH)
+STARTUP_WAIT = 10.0  # seconds a client has to send it
+MAX_CONNECTIONS = 64  # clients served at once (the server itself takes 40)
 
 
 @dataclass
@@ -69,16 +81,32 @@ class Commits:
 
     _buffer: bytearray = field(default_factory=bytearray)
     _held: bytearray = field(default_factory=bytearray)
+    _passing: int = 0  # bytes still to come of a message passed on as it comes
     wrote: bool = False  # the open transaction (or the statement running outside one) wrote
 
     def feed(self, data: bytes) -> list[Piece]:
-        """The pieces ``data`` completes, in order; a partial message waits for the rest."""
-        self._buffer += data
+        """The pieces ``data`` completes, in order; a partial message the relay reads waits for the rest,
+        any other passes as it comes. ``ValueError``: the server's side is no PostgreSQL."""
         out: list[Piece] = []
-        passing = bytearray()
+        passing = bytearray(data[: self._passing])
+        self._passing -= len(passing)
+        self._buffer += data[len(passing) :]
+        if self._passing:
+            return [Piece(bytes(passing))] if passing else []
         while len(self._buffer) >= 5:
             kind = self._buffer[0]
             length = struct.unpack("!I", self._buffer[1:5])[0]
+            if kind not in READ and not self._held:  # not read: on its way at once, whole or not
+                whole = min(len(self._buffer), 1 + length)
+                passing += self._buffer[:whole]
+                del self._buffer[:whole]
+                self._passing = 1 + length - whole
+                if not self._passing and kind in WAITS:
+                    out.append(Piece(bytes(passing)))
+                    passing.clear()
+                continue
+            if length > MAX_READ:
+                raise ValueError(f"a message of type {chr(kind)!r} claims {length} bytes")
             if len(self._buffer) < 1 + length:
                 break
             message = bytes(self._buffer[: 1 + length])
@@ -127,14 +155,20 @@ def _exactly(sock: socket.socket, count: int) -> bytes:
 
 
 def _startup(client: socket.socket) -> bytes:
-    """The client's startup message, TLS and GSS requests refused on the way, as a server without them."""
+    """The client's startup message, TLS and GSS requests refused on the way, as a server without them;
+    within ``STARTUP_WAIT`` seconds and ``MAX_STARTUP`` bytes."""
+    client.settimeout(STARTUP_WAIT)
     while True:
         head = _exactly(client, 8)
         length, code = struct.unpack("!II", head)
         if code in (SSL_REQUEST, GSS_REQUEST) and length == 8:
             client.sendall(b"N")
             continue
-        return head + _exactly(client, length - 8)
+        if not 8 <= length <= MAX_STARTUP:
+            raise ConnectionError(f"a startup packet of {length} bytes")
+        startup = head + _exactly(client, length - 8)
+        client.settimeout(None)
+        return startup
 
 
 class Relay:
@@ -151,6 +185,7 @@ class Relay:
         self.commits = 0
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
+        self._serving = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="chaos-pgwire", daemon=True)
         self._thread.start()
@@ -164,7 +199,14 @@ class Relay:
             try:
                 client, _ = self.listener.accept()
             except OSError:
-                return  # closed
+                with self._lock:
+                    if self._closed:
+                        return
+                time.sleep(0.05)  # out of descriptors for a moment: the relay goes on once some close
+                continue
+            if not self._serving.acquire(blocking=False):
+                client.close()  # as many clients as it serves: the server would refuse this one too
+                continue
             threading.Thread(
                 target=self._serve, args=(client,), name="chaos-pgwire-conn", daemon=True
             ).start()
@@ -186,10 +228,11 @@ class Relay:
             server.sendall(startup)
             threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
             self._answers(server, client)
-        except OSError:
+        except (OSError, ValueError):
             pass
         finally:
             self._drop(client, server)
+            self._serving.release()
 
     def _pump(self, client: socket.socket, server: socket.socket) -> None:
         """The client's side, byte for byte."""
