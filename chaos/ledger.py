@@ -22,6 +22,8 @@ This module imports nothing of chaos: an agent pays only for it.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import time
@@ -39,8 +41,24 @@ def record(ledger: str, entry: dict[str, Any]) -> None:
 
 
 # The line a run approved later by a separate command gets when the approval begins
-# (``chaos.process.approval``): not an effect, the moment a person gave the approval
+# (``chaos.process.approval``): not an effect, the moment a person gave the approval. The approval chain
+# signs it with a key chaos made for the case (``APPROVAL_KEY``, which the chain takes out of the
+# environment before it starts the agent or the approve command): a line without the signature, such as
+# an agent that approves by itself writes, is kept as ``UNSIGNED``, and approves nothing.
 APPROVAL = "approval"
+APPROVAL_KEY = "CHAOS_APPROVAL_KEY"
+UNSIGNED = "approval-unsigned"
+MAX_LINE = 1 << 20  # bytes of one ledger line chaos reads (an effect's line is a few hundred)
+
+
+class LedgerError(ValueError):
+    """A ledger line that is not one chaos's helpers write: the message names the file and the line."""
+
+
+def signature(key: str, when: float) -> str:
+    """An approval line's signature: the moment it was given, under the case's key."""
+    return hmac.new(key.encode(), repr(when).encode(), hashlib.sha256).hexdigest()
+
 
 # The lines that say an effect begins: a tool's ``start`` (``effect``, ``$CHAOS_EFFECT``), and a ``call`` at
 # the world's MCP server (``chaos.world.mcp_server``: each tools/call is an effect of its own, ``mcp:NAME``)
@@ -64,11 +82,43 @@ def numbered(ledger: str, name: str, entry: dict[str, Any]) -> int:
         os.close(fd)  # (releases the lock)
 
 
-def entries(path: Path) -> list[dict[str, Any]]:
-    """The ledger's lines, in order."""
+def entries(path: Path, key: str | None = None) -> list[dict[str, Any]]:
+    """The ledger's lines, in order. Each is a JSON object with an ``effect`` and a ``phase``, as the
+    helpers write them; any other line (an agent's own, hand-written) is a ``LedgerError``. With ``key``
+    (chaos's reading, not an effect's count), an approval line whose signature does not hold is kept as
+    ``UNSIGNED``."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw) if len(raw) <= MAX_LINE else None
+            except (ValueError, RecursionError):
+                entry = None
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("effect"), str)
+                or "phase" not in entry
+            ):
+                raise LedgerError(
+                    f"the effect ledger ($CHAOS_LEDGER), line {number}: not a line chaos's effect helpers write (a JSON object with "
+                    "effect and phase): an agent records effects only through $CHAOS_EFFECT or "
+                    "chaos.ledger.effect, never by writing to $CHAOS_LEDGER itself"
+                )
+            if key is not None and entry["phase"] == APPROVAL:
+                signed = entry.get("signature")
+                time_given = entry.get("time")
+                if (
+                    not isinstance(time_given, float)
+                    or not isinstance(signed, str)
+                    or not hmac.compare_digest(signed, signature(key, time_given))
+                ):
+                    entry = {**entry, "phase": UNSIGNED}
+            out.append(entry)
+    return out
 
 
 def gate(name: str, occurrence: int) -> None:

@@ -489,3 +489,59 @@ def test_ctrl_c_as_chaos_finishes_is_its_verdict_or_130_never_death_by_the_signa
         assert "Traceback" not in err, (share, err)
         statuses.append(proc.returncode)
     assert set(statuses) <= {0, 130}, statuses
+
+
+# Issue 54: a second hostile run. Each test failed on the main branch before the change that made it pass.
+
+
+def _wrapped(tmp_path: Path, source: Path, key: str, prefix: str) -> Path:
+    """``source`` with its ``key`` command run after a shell line ``prefix`` (which sees the command's
+    arguments as "$@")."""
+    import tomllib
+
+    spec = tomllib.loads(source.read_text())
+    command = ["bash", "-c", f'{prefix}; exec "$@"', "chaos-test", *spec[key]]
+    lines = source.read_text().splitlines()
+    target = tmp_path / source.name
+    target.write_text(
+        "\n".join(f"{key} = {json.dumps(command)}" if line.startswith(f"{key} =") else line for line in lines)
+    )
+    return target
+
+
+@needs_ptrace
+def test_5_a_line_the_agent_wrote_into_the_ledger_is_exit_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Point 5: a non-JSON line in ``$CHAOS_LEDGER`` was exit 3, "a bug in chaos". It is the agent's
+    doing: exit 2, naming the ledger's line."""
+    target = _wrapped(
+        tmp_path, REPO / "targets" / "reference.toml", "start", 'echo "not json" >> "$CHAOS_LEDGER"'
+    )
+    assert main(["run", SECTION8, "--target", str(target), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "$CHAOS_LEDGER), line 1" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langgraph") is None, reason="the langgraph extra")
+@pytest.mark.parametrize("forged", [False, True])
+def test_8_an_approval_line_the_agent_writes_itself_approves_nothing(forged: bool, tmp_path: Path) -> None:
+    """Point 8: a resume that approves by itself (the LangGraph driver's ``resume-approves``) and also
+    writes an approval line of its own to ``$CHAOS_LEDGER`` passed (exit 0) where the honest version of the
+    bug is exit 1. Only the approval chain's signed lines count now: both are the same one failure."""
+    source = REPO / "targets" / "langgraph-approval.toml"
+    # (braces as octal escapes: a target file's braces are placeholders)
+    line = r"""printf '\173"effect": "approval", "phase": "approval", "time": %s\175\n' "$(date +%s.%N)" """
+    target = _wrapped(tmp_path, source, "resume", f'{line} >> "$CHAOS_LEDGER"') if forged else source
+    argv = [
+        "run",
+        str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"),
+        "--target",
+        str(target),
+    ]
+    argv += ["--results", str(tmp_path / "r")]
+    argv += ["--target-env", "LANGGRAPH_DRIVER_BUG=resume-approves"]
+    assert main(argv) == 1
+    verdict = json.loads(next((tmp_path / "r").rglob("verdict.json")).read_text())
+    failed = {c["id"] for c in verdict["checks"] if not c["ok"]}
+    assert failed == {"approval-first"}, failed

@@ -74,7 +74,9 @@ def test_1_a_hostile_checkpoint_runs_nothing_and_makes_chaos_blind(tmp_path: Pat
     database = tmp_path / "graph.db"
     _saver_database(database)
     good = _read(database)
-    assert good.blind is None and [c.id for c in good.calls] == ["call_1_1"] and good.inputs == ("Deploy web.",)
+    assert (
+        good.blind is None and [c.id for c in good.calls] == ["call_1_1"] and good.inputs == ("Deploy web.",)
+    )
     for kind, blob in _os_system(marker):
         _plant(database, kind, blob)
         view = _read(database)
@@ -101,10 +103,12 @@ def test_1_the_postgres_layout_is_read_the_same_way(tmp_path: Path) -> None:
     checkpoint = {"v": 4, "channel_values": {}, "channel_versions": {"messages": "1"}}
     connection.execute("INSERT INTO checkpoints VALUES ('t', '', '1', ?)", (json.dumps(checkpoint),))
     hostile = ormsgpack.packb([ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"]))])
-    connection.execute("INSERT INTO checkpoint_blobs VALUES ('t', '', 'messages', '1', 'msgpack', ?)", (hostile,))
+    connection.execute(
+        "INSERT INTO checkpoint_blobs VALUES ('t', '', 'messages', '1', 'msgpack', ?)", (hostile,)
+    )
     from chaos.store.inert import Blind
 
-    with pytest.raises(Blind, match="os.system"):
+    with pytest.raises(Blind, match=r"os\.system"):
         LangGraphPostgresStore().from_database(connection)
     assert not marker.exists()
 

@@ -15,6 +15,7 @@ from chaos.cycle.configuration import tool_names
 from chaos.cycle.drive import Pause, drive_cycle, said_last
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped, UsageError
+from chaos.ledger import LedgerError
 from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
@@ -51,7 +52,10 @@ def run_case(
     record = Record(folder)
     record.clear()  # a reused folder: no earlier run's phase files stay beside this one's
     began = time.monotonic()
-    evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm)
+    try:
+        evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm)
+    except LedgerError as err:  # the agent wrote the ledger itself: what it holds cannot be trusted
+        raise UsageError(f"{scenario.path or scenario.name}: {target.name}: {err}") from None
     if evidence.on_store:
         blind = next(
             (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None

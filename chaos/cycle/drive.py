@@ -254,7 +254,7 @@ def drive_cycle(
             extra_env,
             phases,
             current,
-            read_ledger(world.box.ledger),
+            read_ledger(world.box.ledger, world.approval_key),
             world.server.request_log(),
             world.server.attempts_per_step(),
             timings,

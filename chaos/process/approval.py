@@ -5,8 +5,9 @@ another command (``approve``) in a process of its own.
     python -m chaos.process.approval PARKED AGENT-ARGV... --then-approve-- APPROVE-ARGV...
 
 runs the agent's command (a start or a resume) and, each time a process exits ``PARKED``, the approve
-command (the effect ledger gets a line saying the approval was given then), and exits as the last of
-them did. chaos runs a phase of such a target as this one process: the
+command (the effect ledger gets a line saying the approval was given then, signed with the key chaos
+gave this process in ``$CHAOS_APPROVAL_KEY``, which no process it starts inherits), and exits as the
+last of them did. chaos runs a phase of such a target as this one process: the
 approvals are part of the run a crash lands in (its commits and effects are counted across them), and
 a kill ends the whole tree, the approval with it. Signals chaos sends (an abort) go on to the process
 running. At most ``APPROVALS`` approvals: a run that parks again after them exits parked.
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from chaos.ledger import APPROVAL, record
+from chaos.ledger import APPROVAL, APPROVAL_KEY, record, signature
 
 THEN = "--then-approve--"
 APPROVALS = 5
@@ -28,6 +29,7 @@ APPROVALS = 5
 
 def main(argv: list[str]) -> int:
     parked, rest = int(argv[0]), argv[1:]
+    key = os.environ.pop(APPROVAL_KEY, "")  # the chain's alone: the agent and the approval never see it
     split = rest.index(THEN)
     agent, approve = rest[:split], rest[split + 1 :]
     running: list[subprocess.Popen[bytes]] = []
@@ -46,7 +48,9 @@ def main(argv: list[str]) -> int:
             return code
         command = approve
         if os.environ.get("CHAOS_LEDGER"):  # the approval is given now: what waited for it may run
-            record(os.environ["CHAOS_LEDGER"], {"effect": APPROVAL, "phase": APPROVAL, "time": time.time()})
+            given = time.time()
+            line = {"effect": APPROVAL, "phase": APPROVAL, "time": given, "signature": signature(key, given)}
+            record(os.environ["CHAOS_LEDGER"], line)
     return code
 
 

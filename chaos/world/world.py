@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import json
+import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
 from chaos.errors import TargetUnusable
+from chaos.ledger import APPROVAL_KEY
 from chaos.scenario.model import Configuration, Scenario
 from chaos.scenario.target import Target, cwd_problem, fill, phase_limit, placeholders
 from chaos.secrets import register_env
@@ -49,6 +51,8 @@ class World:
     # where the world serves the target's tools over MCP: the URL of its Streamable HTTP server, once
     # started (``chaos.process.mcp``; "" otherwise), and what stops that server when the world closes
     mcp_url: str = ""
+    # signs the approval chain's ledger lines (``chaos.process.approval``): made here, given to the chain
+    approval_key: str = field(default_factory=lambda: secrets.token_hex(16))
     closers: list[Callable[[], None]] = field(default_factory=list)
     restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
     settle_tools: Callable[[], None] | None = None  # waits for that server to answer the calls it took
@@ -141,7 +145,10 @@ class World:
     def env(self, config: Configuration, gates: list[str]) -> dict[str, str]:
         values = self.values(config)
         declared = {key: fill(value, values) for key, value in self.target.env.items()}
-        return self.box.environment({**declared, **config.env, **self.extra_env}, gates, self.log_glob)
+        signing = {APPROVAL_KEY: self.approval_key} if self.target.approve is not None else {}
+        return self.box.environment(
+            {**declared, **config.env, **self.extra_env, **signing}, gates, self.log_glob
+        )
 
     def argv(self, template: list[str], config: Configuration, **values: str) -> list[str]:
         filled = {**self.values(config), **values}
