@@ -135,3 +135,108 @@ def test_1_fixtures_check_of_a_hostile_corpus_runs_nothing_and_exits_2(
     assert main(["fixtures", "check", str(corpus)]) == 2
     assert not marker.exists()
     assert "os.system" in capsys.readouterr().err
+
+
+def _dbos_database(path: Path, outputs: list[str]) -> dict[str, bytes]:
+    """A DBOS system database holding one workflow whose recorded step outputs are ``outputs`` (pickles,
+    base64, as DBOS writes them)."""
+    with sqlite3.connect(path) as connection:
+        connection.executescript(
+            "CREATE TABLE workflow_status (workflow_uuid, status, serialization);"
+            "CREATE TABLE workflow_input (workflow_uuid, inputs);"
+            "CREATE TABLE workflow_output (workflow_uuid, output);"
+            "CREATE TABLE operation_outputs (workflow_uuid, function_id, output, serialization);"
+            "INSERT INTO workflow_status VALUES ('w', 'PENDING', NULL);"
+        )
+        connection.executemany(
+            "INSERT INTO operation_outputs VALUES ('w', ?, ?, NULL)", list(enumerate(outputs))
+        )
+    return {path.name: path.read_bytes()}
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
+
+
+def _shared_references(levels: int) -> bytes:
+    """A pickle of a list holding the list before it twice, ``levels`` deep: a few hundred bytes whose
+    text is 2**levels items long."""
+    ops = b"\x80\x02]q\x00"
+    for level in range(1, levels):
+        ops += b"](h" + bytes([level - 1]) + b"h" + bytes([level - 1]) + b"eq" + bytes([level])
+    return ops + b"."
+
+
+HOSTILE_PICKLES = {
+    "empty": (b"", "unreadable"),
+    "deeply nested": (b"\x80\x02" + b"]" * 100_000 + b"a" * 99_999 + b".", "blind"),
+    "a huge length": (b"\x80\x04\x8e" + (1 << 62).to_bytes(8, "little") + b"x.", "blind"),
+    "shared references": (_shared_references(200), "blind"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_PICKLES))
+def test_4_5_a_hostile_pickle_is_a_refusal_or_a_finding_and_costs_little(name: str, tmp_path: Path) -> None:
+    """Points 4 and 5: an empty, deeply nested or huge-length pickle crashed chaos (exit 3); a 1 kB pickle
+    of shared references grew chaos by 13 MB/s without end, deaf to SIGINT. Each is now read within
+    bounds: unreadable (a finding: the agent's store is damaged) or blind (exit 2: beyond what chaos
+    reads), and the read returns."""
+    data, expected = HOSTILE_PICKLES[name]
+    view = store_named("dbos").read(_dbos_database(tmp_path / "dbos.sqlite", [_b64(data)]))
+    assert (view.unreadable is not None, view.blind is not None) == (
+        expected == "unreadable",
+        expected == "blind",
+    ), view
+
+
+@pytest.mark.parametrize(
+    "row, expected",
+    [("[" * 100_000 + "]" * 100_000, "blind"), ("[1, 2]", "unreadable"), ('"text"', "unreadable")],
+    ids=["deeply nested", "a list", "a string"],
+)
+def test_5_a_hostile_agents_sdk_row_is_a_refusal_or_a_finding(
+    row: str, expected: str, tmp_path: Path
+) -> None:
+    """Point 5: a deeply nested or non-object Agents SDK row crashed chaos (exit 3)."""
+    path = tmp_path / "session.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, message_data TEXT)")
+        connection.execute("INSERT INTO agent_messages (message_data) VALUES (?)", (row,))
+    view = store_named("openai-agents").read({"session.db": path.read_bytes()})
+    assert (view.unreadable is not None, view.blind is not None) == (
+        expected == "unreadable",
+        expected == "blind",
+    ), view
+
+
+def test_4_5_a_sparse_terabyte_state_file_costs_a_bounded_read_and_makes_chaos_blind(tmp_path: Path) -> None:
+    """Points 4 and 5: a sparse 1 GiB store file cost 5.5 GB of memory and 1.1 GB of results; a 1 TiB
+    sparse state file crashed chaos. A store file is copied up to a bound, and one larger is named."""
+    from chaos.store.base import MAX_FILE
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with (workspace / "run-state.json").open("wb") as sparse:
+        sparse.truncate(1 << 40)
+    store = store_named("openai-agents")
+    files = store.snapshot(workspace, "session.db", "run-state.json")
+    assert len(files["run-state.json"]) == MAX_FILE + 1
+    view = store.read(files)
+    assert view.blind is not None and "run-state.json is larger than" in view.blind
+
+
+def test_9_a_store_glob_does_not_follow_a_link_out_of_the_workspace(tmp_path: Path) -> None:
+    """Point 9: a ``[store] state`` or ``path`` glob followed a symlink out of the workspace and copied the
+    host file into the results."""
+    host = tmp_path / "host-secret.json"
+    host.write_text('{"host": "only"}')
+    workspace = tmp_path / "workspace"
+    (workspace / "approvals").mkdir(parents=True)
+    (workspace / "approvals" / "run.json").symlink_to(host)
+    (workspace / "state.db").symlink_to(host)
+    (workspace / "approvals" / "own.json").write_text("{}")
+    store = store_named("openai-agents")
+    assert sorted(store.snapshot(workspace, "state.db", "approvals/*.json")) == ["approvals/own.json"]
+    assert store_named("langgraph").snapshot(workspace, "*.db") == {}

@@ -11,12 +11,11 @@ installed to read its store.
 
 from __future__ import annotations
 
-import glob
-import json
 import sqlite3
 from pathlib import Path
 
-from chaos.store.base import Call, Output, Store, View, register, text_of
+from chaos.store.base import Call, Output, Store, View, matches, oversized, register, text_of
+from chaos.store.inert import Blind, json_value
 from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 
 RUN_STATE = ".run-state.json"
@@ -33,11 +32,11 @@ def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
     for name, data in files.items():
         if _is_state(name, data):
             try:
-                state = json.loads(data)
+                state = json_value(data, "the saved run state")
                 held = state.get("current_step", {}).get("data", {}).get("interruptions", [])
                 return tuple(str(i.get("raw_item", {}).get("call_id")) for i in held)
-            except (ValueError, AttributeError):
-                return ()
+            except (ValueError, AttributeError, TypeError, Blind):
+                return ()  # no RunState the SDK would resume: nothing waits
     return ()
 
 
@@ -51,11 +50,13 @@ class AgentsSessionStore(Store):
     def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         found = super().files(workspace, path)
         if state is not None:  # where the target says a parked run saves itself
-            return found + [Path(p) for p in sorted(glob.glob(str(workspace / state))) if Path(p).is_file()]
+            return found + matches(workspace, state)
         states = [Path(f"{f}{RUN_STATE}") for f in found if not str(f).endswith("-wal")]
         return found + [s for s in states if s.is_file()]
 
     def read(self, files: dict[str, bytes]) -> View:
+        if (large := oversized(files)) is not None:
+            return View(blind=large)
         main = main_file({k: v for k, v in files.items() if not _is_state(k, v)})
         try:
             with opened_copy(files, main or "") as connection:
@@ -71,11 +72,17 @@ class AgentsSessionStore(Store):
         outputs: list[Output] = []
         inputs: list[str] = []
         final = None
-        for raw in data:
+        for number, raw in enumerate(data, 1):
             try:
-                item = json.loads(raw)
+                item = json_value(raw, f"session item {number}")
+            except Blind as err:
+                return View(blind=str(err))
             except ValueError as err:
                 return View(unreadable=unreadable(err))
+            if not isinstance(item, dict):  # the SDK's own reader would fail on it: a finding
+                return View(
+                    unreadable=f"session item {number} is a JSON {type(item).__name__}, not an object"
+                )
             kind = item.get("type")
             if kind == "function_call":
                 calls.append(

@@ -123,16 +123,18 @@ class Store(ABC):
 
     def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         """The files that hold the store now (the main file's matches and, for SQLite, their WAL)."""
-        found = [Path(p) for p in sorted(glob.glob(str(workspace / path)))]
+        found = matches(workspace, path)
         return [f for main in found for f in (main, Path(f"{main}-wal")) if f.is_file()]
 
     def snapshot(self, workspace: Path, path: str, state: str | None = None) -> dict[str, bytes]:
         """A copy of the store's files (``state``: the glob of a saved run state the target names), by
-        path relative to the workspace."""
+        path relative to the workspace; of each at most one byte more than ``MAX_FILE`` (a larger file,
+        sparse or not, costs no more, and ``oversized`` names it)."""
         out = {}
         for file in self.files(workspace, path, state):
             try:
-                out[str(file.relative_to(workspace))] = file.read_bytes()
+                with file.open("rb") as opened:
+                    out[str(file.relative_to(workspace))] = opened.read(MAX_FILE + 1)
             except FileNotFoundError:
                 continue  # removed meanwhile (SQLite deletes its WAL on a clean close)
         return out
@@ -148,6 +150,25 @@ class Store(ABC):
 
     def view(self, workspace: Path, path: str, state: str | None = None) -> View:
         return self.read(self.snapshot(workspace, path, state))
+
+
+MAX_FILE = 256 * 1024 * 1024  # bytes of one store file chaos copies and reads
+
+
+def matches(workspace: Path, pattern: str) -> list[Path]:
+    """The files ``pattern`` matches in the workspace, each inside it once links are followed: a link out
+    of the workspace (to a host file) is not the agent's store, and is never copied into results."""
+    root = workspace.resolve()
+    found = [Path(p) for p in sorted(glob.glob(str(workspace / pattern)))]
+    return [f for f in found if f.resolve().is_relative_to(root) and f.is_file()]
+
+
+def oversized(files: dict[str, bytes]) -> str | None:
+    """Why chaos reads none of ``files`` (one is larger than it reads), or None."""
+    large = sorted(name for name, data in files.items() if len(data) > MAX_FILE)
+    if not large:
+        return None
+    return f"{large[0]} is larger than {MAX_FILE} bytes, the most chaos reads of one store file"
 
 
 STORES: dict[str, Store] = {}

@@ -19,15 +19,16 @@ WAL mode (the bundled driver sets it). ``pip install 'chaos[dbos]'``.
 from __future__ import annotations
 
 import base64
+import binascii
 import io
-import json
 import pickle
 import sqlite3
+import struct
 from functools import cache
 from typing import Any, ClassVar
 
 from chaos.store.base import Call, Output, View, register, text_of
-from chaos.store.inert import Blind
+from chaos.store.inert import Blind, bounded, json_value, sized
 from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import SqliteStore
 
@@ -89,19 +90,25 @@ def _opaque(what: str) -> Blind:
 
 def decoded(value: str | None, serialization: str | None, readable: tuple[str, ...] = ()) -> Any:
     """A value DBOS wrote (a step's output, a workflow's arguments or result), as plain values and
-    ``Pickled`` objects of the modules ``readable`` names."""
+    ``Pickled`` objects of the modules ``readable`` names; bounded (``chaos.store.inert``): a value too
+    large, too deep or expanding past the bound makes chaos blind, one that is no pickle is unreadable."""
     if value is None:
         return None
     if serialization == "portable_json":
-        return json.loads(value)
+        return json_value(value, "a value DBOS wrote")
     if serialization not in (None, "", "py_pickle"):
         raise _opaque(f"values serialized as {serialization!r}")
+    sized(value, "a value DBOS wrote")
     try:
-        return _Reader(base64.b64decode(value), readable).load()
-    except pickle.UnpicklingError as err:
-        raise ValueError(f"a step's output is no pickle: {err}") from None
+        return bounded(_Reader(base64.b64decode(value), readable).load(), "a value DBOS wrote")
+    except (pickle.UnpicklingError, EOFError, binascii.Error) as err:
+        raise ValueError(f"a step's output is no pickle: {err or type(err).__name__}") from None
     except (AttributeError, TypeError) as err:  # an object built with more than its class and state
         raise _opaque(f"an object it builds in a way chaos does not read ({err})") from None
+    except (RecursionError, MemoryError, OverflowError, IndexError, KeyError, struct.error) as err:
+        raise Blind(
+            f"DBOS wrote a pickle chaos does not read within its bounds ({type(err).__name__})"
+        ) from None
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:

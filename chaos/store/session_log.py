@@ -13,7 +13,7 @@ from chaos.contract import Reducer
 from chaos.contract.framing import committed_facts
 from chaos.contract.kinds import kind_of
 from chaos.contract.reading import session_id
-from chaos.store.base import Call, Output, Store, View, register, text_of
+from chaos.store.base import Call, Output, Store, View, oversized, register, text_of
 
 
 def _arguments(entry: dict[str, Any]) -> dict[str, str]:
@@ -34,6 +34,8 @@ class SessionLog(Store):
         return next((found for name in sorted(files) if (found := session_id(files[name]))), None)
 
     def read(self, files: dict[str, bytes]) -> View:
+        if (large := oversized(files)) is not None:
+            return View(blind=large)
         calls: list[Call] = []
         outputs: list[Output] = []
         final, items, arguments, started = None, 0, {}, False

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from chaos.store.base import Store, View
+from chaos.store.base import Store, View, oversized
 from chaos.store.inert import Blind
 
 FRAME_HEADER = 24
@@ -79,6 +79,8 @@ class SqliteStore(Store):
     marker: ClassVar[str]  # a table only this store's database has: none yet, nothing durable yet
 
     def read(self, files: dict[str, bytes]) -> View:
+        if (large := oversized(files)) is not None:
+            return View(blind=large)
         main = main_file(files)
         try:
             with opened_copy(files, main or "") as connection:
