@@ -240,3 +240,66 @@ def test_9_a_store_glob_does_not_follow_a_link_out_of_the_workspace(tmp_path: Pa
     store = store_named("openai-agents")
     assert sorted(store.snapshot(workspace, "state.db", "approvals/*.json")) == ["approvals/own.json"]
     assert store_named("langgraph").snapshot(workspace, "*.db") == {}
+
+
+def _split_secret_database(path: Path, secret: str) -> None:
+    """A database (WAL mode, checkpointed) holding ``secret`` in a long value, placed where SQLite splits
+    the value across an overflow page so that its bytes never hold the secret whole."""
+    for offset in range(0, 4000, 8):  # (the value's length fixed: where SQLite splits it stays put)
+        path.unlink(missing_ok=True)
+        with sqlite3.connect(path) as connection:
+            connection.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT)")
+            connection.execute("INSERT INTO messages (body) VALUES (?)", ("x" * offset + secret + "y" * (5000 - offset),))
+        if secret.encode() not in path.read_bytes():
+            return
+    raise AssertionError("no offset splits the secret")
+
+
+def test_6_a_secret_sqlite_splits_across_overflow_pages_is_scrubbed(tmp_path: Path) -> None:
+    """Point 6: a ``--target-env`` value that SQLite split across overflow pages was not scrubbed from a saved
+    database (read back whole with sqlite3). The rows are scrubbed now, and the database rewritten."""
+    from chaos.secrets import register_env, scrub_store
+
+    secret = "sk-overflow-0123456789abcdef-planted"
+    register_env({"OVERFLOW_API_KEY": secret})
+    path = tmp_path / "state.db"
+    _split_secret_database(path, secret)
+    saved = scrub_store({"state.db": path.read_bytes()})
+    assert list(saved) == ["state.db"] and secret.encode() not in saved["state.db"]
+    copy = tmp_path / "saved.db"
+    copy.write_bytes(saved["state.db"])
+    with sqlite3.connect(copy) as connection:
+        (body,) = connection.execute("SELECT body FROM messages").fetchone()
+    assert secret not in body and "${OVERFLOW_API_KEY}" in body
+
+
+def test_6_a_database_without_a_secret_is_kept_byte_for_byte_with_its_wal(tmp_path: Path) -> None:
+    """Point 6: scrubbing rewrote a WAL's bytes, which then failed their checksums: the saved WAL read as
+    nothing durable. A database that holds no secret is kept as it was, its WAL with it."""
+    from chaos.secrets import scrub_store
+
+    path = tmp_path / "state.db"
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA wal_autocheckpoint = 0")
+    connection.execute("CREATE TABLE t (v TEXT)")
+    connection.execute("INSERT INTO t VALUES ('Deploy web to production.')")
+    connection.commit()
+    files = {"state.db": path.read_bytes(), "state.db-wal": Path(f"{path}-wal").read_bytes()}
+    connection.close()
+    assert files["state.db-wal"] and scrub_store(files) == files
+
+
+def test_6_a_configuration_value_is_not_taken_for_a_secret() -> None:
+    """Point 6: ``APP_STAGE=production`` turned the scenario's prompt into ``Deploy web to ${APP_STAGE}.``,
+    so the reproduce command ran another scenario. Only values named as secrets, or long and opaque, are."""
+    from chaos.secrets import looks_secret, register_env, scrub_text
+
+    register_env({"APP_STAGE": "production", "APP_REGION": "europe-west", "DEPLOY_TOKEN": "tok-42abc"})
+    assert (
+        scrub_text("Deploy web to production in europe-west.") == "Deploy web to production in europe-west."
+    )
+    assert scrub_text("token tok-42abc") == "token ${DEPLOY_TOKEN}"
+    assert looks_secret("NOTE", "4f1d0c9a-opaque-credential") and not looks_secret(
+        "NOTE", "a long plain sentence"
+    )

@@ -27,7 +27,7 @@ from chaos.process.phase import Phase, PhaseKind
 from chaos.scenario.files import scenario_toml
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
-from chaos.secrets import scrub, scrub_file
+from chaos.secrets import scrub, scrub_file, scrub_store
 from chaos.world.sandbox import disk_full
 
 RESULTS = Path("results/runs")
@@ -149,9 +149,9 @@ class Record:
         ``resume-N-prefix/`` for a recovery crashed again (bytes as they were, but for a secret's value)."""
         if phase.kind is PhaseKind.START or phase.killed:
             where = self.folder / ("prefix" if phase.kind is PhaseKind.START else f"{phase.name}-prefix")
-            for name, data in phase.store_files.items():
+            for name, data in scrub_store(phase.store_files).items():  # (``chaos.secrets``)
                 (where / name).parent.mkdir(parents=True, exist_ok=True)
-                write(where / name, data)  # scrubbed like every file of the record (``chaos.secrets``)
+                (where / name).write_bytes(data)
 
     def _oracle(self, name: str, log: bytes, current: dict[str, Any] | None) -> None:
         reducer = Reducer.of(log)

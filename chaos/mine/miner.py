@@ -22,7 +22,7 @@ from chaos.contract import Reducer, plan_recovery
 from chaos.contract.schema import schema_valid
 from chaos.mine.signature import normalize, signature
 from chaos.process.phase import PhaseKind
-from chaos.secrets import scrub
+from chaos.secrets import scrub, scrub_store
 from chaos.version import __version__
 
 
@@ -69,9 +69,9 @@ class Miner:
                 "sha256:"
                 + hashlib.sha256(orjson.dumps([spec.kind, view], option=orjson.OPT_SORT_KEYS)).hexdigest()
             )
-            files = {name: scrub(data) for name, data in phase.store_files.items()}
-            if any(files[name] != data and not _text(data) for name, data in phase.store_files.items()):
-                continue  # a secret inside a binary store: it cannot be taken out without breaking the file
+            files = scrub_store(phase.store_files)
+            if files != phase.store_files and not all(map(_text, phase.store_files.values())):
+                continue  # a secret inside a binary store: its fixture would no longer read as it was mined
             boundary = str(phase.crash.boundary)
             with self._lock:
                 if sig in self.known:
