@@ -249,7 +249,9 @@ def _split_secret_database(path: Path, secret: str) -> None:
         path.unlink(missing_ok=True)
         with sqlite3.connect(path) as connection:
             connection.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT)")
-            connection.execute("INSERT INTO messages (body) VALUES (?)", ("x" * offset + secret + "y" * (5000 - offset),))
+            connection.execute(
+                "INSERT INTO messages (body) VALUES (?)", ("x" * offset + secret + "y" * (5000 - offset),)
+            )
         if secret.encode() not in path.read_bytes():
             return
     raise AssertionError("no offset splits the secret")

@@ -63,8 +63,12 @@ def test_what_a_fork_cannot_run_is_said(argv: list[str], said: str) -> None:
 
 PROBE = textwrap.dedent(
     """
-    import json, os, signal, sys
+    import json, os, signal, sys, time
+    environ = open("/proc/self/environ", "rb").read().split(b"\\0")
     print(json.dumps({
+        "tz": time.strftime("%Z", time.localtime(0)), "offset": time.localtime(0).tm_gmtoff,
+        "home": os.path.expanduser("~"),
+        "proc_environ": sorted(e.decode() for e in environ if e) if os.geteuid() == 0 else None,
         "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "name": __name__,
         "file": globals().get("__file__"), "env": os.environ.get("PROBE_VALUE"),
         "keys": sorted(os.environ),
@@ -81,18 +85,22 @@ PROBE = textwrap.dedent(
 
 def test_a_warm_process_is_what_a_cold_start_of_its_command_line_is(tmp_path: Path) -> None:
     """Its argv, working directory, sys.path, __main__, environment (and nothing of the server's),
-    descriptors, session, stdin, signal handlers, output and exit status: the same as a new process."""
+    descriptors, session, stdin, signal handlers, output and exit status: the same as a new process. Issue 54,
+    point 7: with a time zone and a HOME of the phase's own, the fork saw the server's (UTC, and the first
+    case's sandbox, in ``/proc/self/environ`` too); as root, ``/proc/self/environ`` is the phase's too."""
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     work = tmp_path / "work"
     work.mkdir()
     argv = [PY, str(script), "one", "two"]
-    env = {"PATH": ENV["PATH"], "PROBE_VALUE": "v1"}
+    env = {"PATH": ENV["PATH"], "PROBE_VALUE": "v1", "TZ": "Asia/Tokyo", "HOME": str(tmp_path / "home")}
     with (tmp_path / "cold.out").open("wb") as out, (tmp_path / "cold.err").open("wb") as err:
         code = start_alone(argv, work, env, out, err, default_signals).wait()  # as chaos starts one cold
     starts = WarmStarts()
     try:
         results = []
+        # the server starts for another case (its HOME and TZ): the phase must see none of them
+        assert starts.launch(argv, {**env, "TZ": "UTC", "HOME": str(tmp_path / "other")}) is not None
         for round_ in range(2):  # the first teaches the server its imports; the second forks after them
             launch = starts.launch(argv, env)
             assert launch is not None
@@ -104,10 +112,18 @@ def test_a_warm_process_is_what_a_cold_start_of_its_command_line_is(tmp_path: Pa
     finally:
         starts.close()
     cold = json.loads((tmp_path / "cold.out").read_text())
+    cold_environ = cold.pop("proc_environ")
     for round_, warm_code in enumerate(results):
-        assert (warm_code, json.loads((tmp_path / f"warm{round_}.out").read_text())) == (code, cold)
+        warm = json.loads((tmp_path / f"warm{round_}.out").read_text())
+        # /proc/self/environ is the phase's where the kernel lets a process set it (CAP_SYS_RESOURCE);
+        # elsewhere the server's, which holds no case's value
+        warm_environ = warm.pop("proc_environ")
+        assert warm_environ == cold_environ or not any(str(tmp_path) in e for e in warm_environ or [])
+        assert (warm_code, warm) == (code, cold)
         assert (tmp_path / f"warm{round_}.err").read_text() == (tmp_path / "cold.err").read_text()
-    assert cold["fds"] == [0, 1, 2, 3] and cold["leader"] and cold["stdin"] == "/dev/null"  # (3: listdir's)
+    assert cold["fds"] == [0, 1, 2, 3, 4] or cold["fds"] == [0, 1, 2, 3]  # (listdir's, and environ's if open)
+    assert cold["leader"] and cold["stdin"] == "/dev/null"
+    assert cold["tz"] == "JST" and cold["home"] == str(tmp_path / "home")
 
 
 def test_the_same_case_cold_and_warm_gives_the_same_verdict_and_facts(tmp_path: Path) -> None:

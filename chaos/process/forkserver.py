@@ -12,7 +12,8 @@ socket pair; each message on it carries one more socket, a conversation:
   answers ``pid N``, then ``exit CODE`` when it is gone. The process makes
   itself what a cold start of the command line would be (its own session, the
   phase's cgroup, stdin from /dev/null, its stdout and stderr files, no other
-  descriptor, the working directory, the environment, default signals), waits
+  descriptor, the working directory, the environment with its time zone, and
+  ``/proc/self/environ`` where the kernel lets it be set, default signals), waits
   for ``go`` (chaos's tracer attaches meanwhile), installs the seccomp filter
   it is sent, and runs the module, script or code as ``__main__``. A learning
   run, at its exit, writes to the file it is given what it imported from
@@ -37,6 +38,7 @@ import socket
 import struct
 import sys
 import sysconfig
+import time
 import types
 from typing import Any
 
@@ -134,6 +136,8 @@ def _setup(talk: socket.socket, request: dict[str, Any]) -> None:
     os.environ.update(request["env"])
     if COERCED and "LC_CTYPE" not in os.environ:  # a cold start in the C locale coerces it too (PEP 538)
         os.environ["LC_CTYPE"] = COERCED
+    time.tzset()  # the phase's TZ, not the one the server read as it started
+    _environ_block(os.environ)
     for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # what a Python started afresh installs
@@ -185,6 +189,24 @@ def _run(request: dict[str, Any]) -> None:
             sys.exit(2)
         code = compile(text, what, "exec")
         exec(code, main.__dict__)
+
+
+_BLOCKS: list[Any] = []  # the environment block /proc/self/environ shows: kept for the process's life
+
+
+def _environ_block(env: os._Environ[str]) -> None:
+    """Point ``/proc/self/environ`` at the phase's environment, as a cold start's shows it (another
+    program may read it). The kernel allows it with CAP_SYS_RESOURCE (chaos as root); without, the block
+    stays the server's, which holds no case's values (``chaos.process.warm``)."""
+    block = b"".join(f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in env.items()) or b"\0"
+    buffer = ctypes.create_string_buffer(block, len(block))
+    start = ctypes.addressof(buffer)
+    libc = ctypes.CDLL(None, use_errno=True)
+    # PR_SET_MM (35): ENV_START (10), ENV_END (11); one order or the other keeps start <= end throughout
+    for first, second in (((10, start), (11, start + len(block))), ((11, start + len(block)), (10, start))):
+        if libc.prctl(35, first[0], first[1], 0, 0) == 0 and libc.prctl(35, second[0], second[1], 0, 0) == 0:
+            _BLOCKS.append(buffer)
+            return
 
 
 def _filtered(code: bytes) -> bool:

@@ -168,7 +168,7 @@ class Server:
         self.proc = subprocess.Popen(
             argv,
             cwd="/",
-            env=env,
+            env={**env, "HOME": str(self._folder)},  # its own: no case's sandbox
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._errors,
@@ -285,8 +285,8 @@ class WarmStarts:
         shaping = tuple(sorted((k, v) for k, v in env.items() if SHAPING.match(k)))
         key = (command.python, command.options, shaping)
         with self._lock:
-            if key not in self._servers:
-                server_env = dict(shaping) | {k: env[k] for k in ("PATH", "HOME") if k in env}
+            if key not in self._servers:  # (no case's HOME or TZ: what it imports ahead sees none of them)
+                server_env = dict(shaping) | {k: env[k] for k in ("PATH",) if k in env}
                 self._servers[key] = Server(command.python, command.options, server_env)
             return Launch(self._servers[key], command)
 
