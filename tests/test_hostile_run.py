@@ -545,3 +545,24 @@ def test_8_an_approval_line_the_agent_writes_itself_approves_nothing(forged: boo
     verdict = json.loads(next((tmp_path / "r").rglob("verdict.json")).read_text())
     failed = {c["id"] for c in verdict["checks"] if not c["ok"]}
     assert failed == {"approval-first"}, failed
+
+
+@needs_ptrace
+def test_9_a_case_s_results_name_no_host_path(tmp_path: Path) -> None:
+    """Point 9: ``verdict.json`` held the interpreter's path and the absolute scenario path, ``reproduce``
+    the absolute results folder. They are relative to the case's folder now (the reproduce line runs from
+    there), the interpreter is ``{python}``, and the line still reruns the case."""
+    results = tmp_path / "results"
+    assert main(["run", SECTION8, "--results", str(results)]) == 0
+    hosts = [str(tmp_path), str(REPO), sys.executable, os.path.realpath(sys.executable)]
+    for name in ("verdict.json", "reproduce"):
+        text = (results / name).read_text()
+        assert not [h for h in hosts if h in text], (name, text)
+    line = (results / "reproduce").read_text().split()
+    assert line[:3] == ["chaos", "run", "./scenario.toml"]
+    previous = os.getcwd()
+    try:
+        os.chdir(results)
+        assert main([*line[1:], "--results", str(tmp_path / "again")]) == 0
+    finally:
+        os.chdir(previous)

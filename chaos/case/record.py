@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from chaos.case.result import portable
 from chaos.contract import Reducer, plan_recovery
 from chaos.cycle.evidence import Evidence
 from chaos.errors import InternalError, UsageError
@@ -181,9 +182,11 @@ class Record:
                 write(self.folder / f"{stem}.written.jsonl", phase.log_written)
             previous = phase.log_after
 
-    def write_verdict(self, verdict: dict[str, Any], reproduce: str) -> None:
-        dump(self.folder / "verdict.json", verdict)
-        write(self.folder / "reproduce", (reproduce + "\n").encode())
+    def write_verdict(self, verdict: dict[str, Any]) -> None:
+        """The verdict and its reproduce line (run from the case's folder), naming no host path."""
+        kept = portable(verdict, self.folder)
+        dump(self.folder / "verdict.json", kept)
+        write(self.folder / "reproduce", (kept["reproduce"] + "\n").encode())
 
     def prune(self) -> None:
         """A passing case of a sweep keeps only what its report line needs (unless --keep-all)."""

@@ -11,6 +11,8 @@ older chaos is refused with what to do, never misread.
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -132,13 +134,36 @@ def _default(f: Any) -> Any:
     return None if f.default is MISSING else f.default
 
 
+INTERPRETER = "{python}"  # what a recorded command line says for chaos's own interpreter (a host path)
+
+
+def portable(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A result's JSON as a file under ``base`` keeps it, naming no path of the host: its folder and the
+    scenario its reproduce line runs relative to ``base`` (results moved or copied as a whole point at
+    their own cases, never at the folder they were copied from), the scenario's source by its name, and
+    chaos's interpreter in a phase's command line as ``{python}``."""
+    out = dict(data)
+    if out["folder"]:
+        folder = Path(out["folder"]).resolve()
+        where = os.path.relpath(folder, base.resolve())
+        out["folder"] = where
+        scenario = str(folder / "scenario.toml")
+        out["reproduce"] = out["reproduce"].replace(
+            shlex.quote(scenario), shlex.quote(os.path.join(where, "scenario.toml"))
+        )
+    if out.get("scenarioFile"):
+        out["scenarioFile"] = Path(out["scenarioFile"]).name
+    own = {sys.executable, os.path.realpath(sys.executable)}
+    out["phases"] = [
+        {**phase, "argv": [INTERPRETER if part in own else part for part in phase.get("argv") or []]}
+        for phase in out.get("phases") or []
+    ]
+    return out
+
+
 def journal_line(result: CaseResult, journal: Path) -> bytes:
-    """A result as its journal keeps it: its folder relative to the journal's, so that results moved or
-    copied as a whole point at their own cases (never at the folder they were copied from)."""
-    data = result.to_json()
-    if data["folder"]:
-        data["folder"] = os.path.relpath(Path(data["folder"]).resolve(), journal.parent.resolve())
-    return scrub(orjson.dumps(data)) + b"\n"
+    """A result as its journal keeps it (``portable`` from the journal's folder)."""
+    return scrub(orjson.dumps(portable(result.to_json(), journal.parent))) + b"\n"
 
 
 def read_journal(path: Path) -> list[CaseResult]:

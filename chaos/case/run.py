@@ -82,7 +82,7 @@ def run_case(
             checks += judge(evidence, folder)
     verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
     with timed(evidence.timings, "record"):
-        record.write_verdict(verdict.result().to_json(), verdict.reproduce())
+        record.write_verdict(verdict.result().to_json())
     return verdict
 
 
