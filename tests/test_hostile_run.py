@@ -566,3 +566,21 @@ def test_9_a_case_s_results_name_no_host_path(tmp_path: Path) -> None:
         assert main([*line[1:], "--results", str(tmp_path / "again")]) == 0
     finally:
         os.chdir(previous)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langgraph") is None, reason="the langgraph extra")
+def test_a_framework_agent_that_leaves_a_daemon_fails_processes(tmp_path: Path) -> None:
+    """Issue 48: ``processes`` and ``sandbox`` read only what every phase records, yet were judged on
+    session-log agents alone: a framework agent was never checked for a process that outlived it. A
+    LangGraph agent whose resume leaves a daemon (in a session of its own, its parent gone) fails it."""
+    if contain.unavailable():
+        pytest.skip(f"no cgroup here: {contain.unavailable()}")
+    before = set(_sleepers("317"))
+    target = _wrapped(tmp_path, REPO / "targets" / "langgraph.toml", "resume", "(setsid sleep 317 &)")
+    scenario = str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
+    assert main(["run", scenario, "--target", str(target), "--results", str(tmp_path / "r")]) == 1
+    verdict = json.loads((tmp_path / "r" / "verdict.json").read_text())
+    judged = {c["id"]: c["ok"] for c in verdict["checks"]}
+    assert judged["processes"] is False and judged["sandbox"] is True and judged["timeout"] is True
+    assert [c["id"] for c in verdict["checks"] if not c["ok"]] == ["processes"]
+    assert set(_sleepers("317")) <= before, "no daemon is left"
