@@ -29,12 +29,17 @@ what it may do.
 
 ``Fault``: one kind of trouble at a boundary
     A subclass of ``chaos.fault.Fault`` (where it lands, what the target must
-    declare, what it arms in the world as typed mechanisms (a ``Misbehaviour``
-    the model server carries out, ``FailingCalls`` the tracer fails), what it
-    does at the boundary through the ``Stop`` mechanisms, what a power cut
-    keeps, whether it lands on a framework's store (``on_stores``), which checks
-    it makes meaningful), registered in ``chaos.fault.FAULTS`` under its name, which is
-    also its spelling in ``--fault NAME`` and ``fault = "NAME"``.
+    declare, what it arms in the world (a ``Misbehaviour`` the model server
+    carries out), what it does at the boundary through the ``Stop``
+    mechanisms, what a power cut keeps, whether it lands on a framework's
+    store (``on_stores``), which checks it makes meaningful), registered in
+    ``chaos.fault.FAULTS`` under its name, which is also its spelling in
+    ``--fault NAME`` and ``fault = "NAME"``. What it keeps and does after its
+    boundary is an ``Injection`` its ``stop`` returns: its own state, told of
+    each ``Trap`` of the traced target (it may fail or shorten the call), each
+    commit of the store (it may ``hold`` the next one), each tick of the phase
+    loop, and its ``Landing`` record. The built-in faults use nothing else
+    (``Failing`` is the disk faults' injection, ``FailingCalls`` what it fails).
     ``tests/test_faults.py`` holds each registered fault to a shipped
     scenario, a bug it exposes, a check that catches it and a row in docs/crash-model.md.
 
@@ -79,7 +84,18 @@ from chaos.check import CONCERNS
 from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
-from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
+from chaos.fault import (
+    FAULTS,
+    Arming,
+    Failing,
+    FailingCalls,
+    Fault,
+    Injection,
+    Landing,
+    Misbehaviour,
+    Stop,
+    Trap,
+)
 from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
@@ -95,9 +111,12 @@ __all__ = [
     "Call",
     "Check",
     "Evidence",
+    "Failing",
     "FailingCalls",
     "Fault",
+    "Injection",
     "Judge",
+    "Landing",
     "Misbehaviour",
     "Output",
     "Pause",
@@ -105,6 +124,7 @@ __all__ = [
     "Protocol",
     "Stop",
     "Store",
+    "Trap",
     "View",
     "register",
 ]

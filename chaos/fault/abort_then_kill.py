@@ -4,7 +4,29 @@ abort rows of the decision tree (close the attempt, interrupted and aborted resu
 
 from __future__ import annotations
 
-from chaos.fault.base import Fault, Stop
+from chaos.fault.base import FactWatch, Fault, Injection, Stop, Trap
+
+
+class KillAtNextFact(Injection):
+    """The abort was delivered: SIGKILL at the next fact the agent commits (seen at a trap, or at a tick
+    where the target is polled)."""
+
+    def __init__(self, watch: FactWatch) -> None:
+        self.watch = watch
+
+    def _look(self, stop: Stop) -> None:
+        if not stop.killed and self.watch.poll():
+            stop.land()  # the fault lands at its kill
+            stop.kill()
+
+    def at_trap(self, stop: Stop, trap: Trap) -> bool:
+        if trap.kind != "sync-entry":  # (a sync is judged when it returns)
+            self._look(stop)
+        return False
+
+    def tick(self, stop: Stop) -> None:
+        if not stop.exact:
+            self._look(stop)
 
 
 class AbortThenKill(Fault):
@@ -14,5 +36,7 @@ class AbortThenKill(Fault):
     lands_after = 1  # its abortRequested, then the kill
     enables = ("plan-followed", "idle-terminal")
 
-    def stop(self, stop: Stop) -> None:
-        stop.abort_then_kill()
+    def stop(self, stop: Stop) -> Injection:
+        watch = stop.watch_facts()
+        stop.abort()
+        return KillAtNextFact(watch)

@@ -10,7 +10,9 @@ says *what* happens and *when*, never *how* a process is stopped or a syscall is
 - what it does at the boundary (``stop``): kill the tree, deliver the abort signal, freeze the writer
   for a second one, let the next write through half-way, or let the process go on while the world
   misbehaves;
-- what it arms before the phase (``arm``: the model server's misbehaviour, a system call to fail);
+- what it arms before the phase (``arm``: the model server's misbehaviour);
+- what it keeps and does after the boundary (the ``Injection`` its ``stop`` returns: its own state, and
+  hooks for each trap, commit and tick, a commit it holds, and its landing record);
 - what it does to the log once the process is gone (``keeps``: what a power cut keeps);
 - which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching;
 - where the default sweep's fault matrix lands it (``matrix``, ``in_recovery``).
@@ -22,6 +24,7 @@ line (``--fault NAME``) and in a scenario file (``fault = "NAME"``).
 from __future__ import annotations
 
 import errno
+import time
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
@@ -32,8 +35,30 @@ Placement = Literal[
 IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 
 
+# What a trap is, as a fault's injection sees it: the call the traced process stopped at
+TrapKind = Literal["write", "writev", "sync-entry", "sync", "after", "exit", "other"]
+
+
+@dataclass(frozen=True)
+class Trap:
+    """A system call the tracer stopped a process of the target at (``pid``), by its kind."""
+
+    pid: int
+    kind: TrapKind
+
+
 class Stop(Protocol):
-    """What a fault may do to the target at its boundary (the stop policy carries it out)."""
+    """The mechanisms the engine offers a fault at its boundary and after it: what it may do to the target,
+    to the world, and to the trapped system call, and what it may read of the phase. A fault keeps no
+    state here: what it must remember is its ``Injection``'s."""
+
+    @property
+    def killed(self) -> bool:
+        """The tree got SIGKILL (by this fault or the phase's end)."""
+
+    @property
+    def exact(self) -> bool:
+        """The target is traced: it is stopped at each trap, so a fault acts at an exact system call."""
 
     def kill(self) -> None:
         """SIGKILL the whole tree now: a crash."""
@@ -44,30 +69,87 @@ class Stop(Protocol):
     def freeze(self) -> None:
         """SIGSTOP the whole tree and hand it on: a second writer resumes meanwhile."""
 
-    def tear(self) -> None:
-        """Let the next write to the log through half-way, then kill: a torn tail the agent wrote."""
-
-    def abort_then_kill(self) -> None:
-        """Deliver the abort signal, then kill at the next fact the agent commits."""
-
     def go_on(self) -> None:
         """No stop: the fault is the world's (the model server's answer, a failing disk)."""
 
+    def land(self) -> None:
+        """The fault lands now, past its boundary: the facts committed meanwhile are its own (counted)."""
+
     def restart_tools(self) -> None:
-        """No stop: the world's MCP server restarts, losing the call it holds; the process goes on."""
+        """The world's MCP server restarts, losing the call it holds; the process goes on."""
 
     def spoil_answer(self, how: str) -> None:
-        """No stop: the world's MCP server spoils the answer of the call it holds (``error``, ``cut``,
+        """The world's MCP server spoils the answer of the call it holds (``error``, ``cut``,
         ``session-lost``); the process goes on."""
 
     def restart_database(self) -> None:
-        """No stop: the world's database server crashes (the commit it holds is made, its answer lost) and
-        restarts; the process goes on."""
+        """The world's database server crashes (the commit it holds is made, its answer lost) and restarts;
+        the process goes on."""
 
-    def kill_at_next_commit(self, wait: float) -> None:
-        """Keep the held call parked at its gate while the rest of the process goes on, and SIGKILL the
-        tree at the store's next commit; after ``wait`` seconds with none, SIGKILL it anyway (the order
-        was not reached)."""
+    def log_path(self) -> str:
+        """The session log's path now ("" before it exists, or for a store)."""
+
+    def watch_facts(self) -> FactWatch:
+        """A watch of the facts the agent commits to its log from now on."""
+
+    def commits_made(self, by: float | None = None) -> int:
+        """The store's commits completed in the phase (by the moment ``by``, epoch seconds)."""
+
+    def held_since(self) -> float:
+        """When the world began to hold the boundary (a call parked at its gate; epoch seconds)."""
+
+    def trapped_file(self, trap: Trap) -> tuple[str, int]:
+        """The file the trapped call names (its path) and the byte count it asks for."""
+
+    def fail(self, trap: Trap, error: int) -> None:
+        """The trapped call is not made: it returns ``-error`` to the target."""
+
+    def shorten(self, trap: Trap, count: int) -> None:
+        """The trapped write asks for ``count`` bytes only: it comes back short."""
+
+    def drop_unsynced(self) -> None:
+        """The kernel dropped the log's dirty pages: nothing unsynced counts from here."""
+
+
+class FactWatch(Protocol):
+    def poll(self) -> bool:
+        """A fact was committed since the watch began."""
+
+
+@dataclass
+class Landing:
+    """What a fault's injection says of how it landed, for the verdict and the report."""
+
+    torn: bool = False  # a write to the log was cut short before the kill
+    overtaken: bool | None = None  # another commit came while a call was parked (None: not asked)
+    failed_calls: int = 0  # system calls failed (or cut short)
+    failed_at: float | None = None  # when the first was made (epoch seconds)
+
+
+class Injection:
+    """A fault in force in one phase, from its boundary on: it keeps its own state, reacts to what the
+    phase does next (a trap of the traced target, a commit of the store, a tick of the phase loop, a
+    commit's write the tracer may hold), and says how it landed. A fault's ``stop`` returns one when it
+    does more than act once at its boundary; each hook's default does nothing."""
+
+    def at_trap(self, stop: Stop, trap: Trap) -> bool:
+        """A trap after the boundary (and the one that reached it): whether to stop the call again when it
+        returns (``after``)."""
+        return False
+
+    def committed(self, stop: Stop) -> None:
+        """The store just made a commit (the tracer's or the relay's thread)."""
+
+    def tick(self, stop: Stop) -> None:
+        """A tick of the phase loop (every few milliseconds)."""
+
+    def hold(self) -> float:
+        """Seconds the store's next commit is held before it is made (its writer stopped at the commit's
+        write, or its answer at the relay), on top of a slow disk's."""
+        return 0.0
+
+    def landing(self) -> Landing:
+        return Landing()
 
 
 @dataclass(frozen=True)
@@ -103,8 +185,38 @@ class Arming(Protocol):
     def misbehave(self, how: Misbehaviour) -> None:
         """The model server answers the held request ``how`` instead."""
 
-    def fail_syscalls(self, how: FailingCalls) -> None:
-        """The tracer fails the log's system calls ``how`` from the boundary on."""
+
+class Failing(Injection):
+    """A disk fault in force: from the boundary on, the log's system calls fail as ``how`` says (the
+    trap that reached the boundary is the first); the agent sees the error."""
+
+    def __init__(self, how: FailingCalls) -> None:
+        self.how, self.failed = how, 0
+        self.failed_at: float | None = None
+
+    def at_trap(self, stop: Stop, trap: Trap) -> bool:
+        how = self.how
+        kind = {"write": "write", "writev": "writev", "sync-entry": "sync"}.get(trap.kind)
+        if kind is None or kind not in how.calls or stop.trapped_file(trap)[0] != stop.log_path():
+            return False
+        if how.once and self.failed:
+            return False
+        if how.error is not None:
+            stop.fail(trap, how.error)
+            if how.drops_unsynced:
+                stop.drop_unsynced()  # the kernel may drop the dirty pages: nothing more counts
+        else:
+            count = stop.trapped_file(trap)[1]
+            if count < 2:
+                return False
+            stop.shorten(trap, count // 2)
+        self.failed += 1
+        if self.failed_at is None:
+            self.failed_at = time.time()
+        return False
+
+    def landing(self) -> Landing:
+        return Landing(failed_calls=self.failed, failed_at=self.failed_at)
 
 
 class Fault:
@@ -161,7 +273,9 @@ class Fault:
     def arm(self, arming: Arming) -> None:
         """Before the phase: nothing, for a fault that only stops the target."""
 
-    def stop(self, stop: Stop) -> None:
+    def stop(self, stop: Stop) -> Injection | None:
+        """At the boundary: act through ``stop``'s mechanisms; return the injection that carries the fault
+        on from here (None: nothing more to do)."""
         raise NotImplementedError
 
     def __str__(self) -> str:

@@ -5,7 +5,7 @@ again for the resume."""
 
 from __future__ import annotations
 
-from chaos.fault.base import ENOSPC, Arming, FailingCalls, Fault, Stop
+from chaos.fault.base import ENOSPC, Failing, FailingCalls, Fault, Injection, Stop
 
 
 class DiskFull(Fault):
@@ -17,8 +17,7 @@ class DiskFull(Fault):
     crashes = False
     enables = ("intent-before-effect", "requests-attempted", "final-reduces")
 
-    def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls(FailingCalls(frozenset({"write", "writev"}), ENOSPC))
-
-    def stop(self, stop: Stop) -> None:
-        stop.go_on()
+    def stop(self, stop: Stop) -> Injection:
+        return Failing(
+            FailingCalls(frozenset({"write", "writev"}), ENOSPC)
+        )  # the process goes on, its calls failing from here

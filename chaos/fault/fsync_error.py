@@ -5,7 +5,7 @@ the unsynced bytes: no effect, no request built on them."""
 
 from __future__ import annotations
 
-from chaos.fault.base import EIO, Arming, FailingCalls, Fault, Stop
+from chaos.fault.base import EIO, Failing, FailingCalls, Fault, Injection, Stop
 
 
 class FsyncError(Fault):
@@ -18,8 +18,7 @@ class FsyncError(Fault):
     cuts_to_synced = True
     enables = ("intent-synced", "requests-attempted")
 
-    def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls(FailingCalls(frozenset({"sync"}), EIO, once=True, drops_unsynced=True))
-
-    def stop(self, stop: Stop) -> None:
-        stop.go_on()
+    def stop(self, stop: Stop) -> Injection:
+        return Failing(
+            FailingCalls(frozenset({"sync"}), EIO, once=True, drops_unsynced=True)
+        )  # the process goes on, its calls failing from here

@@ -12,9 +12,39 @@ finishes last; the summary counts the orders it reached."""
 
 from __future__ import annotations
 
-from chaos.fault.base import Fault, Stop
+import time
+
+from chaos.fault.base import Fault, Injection, Landing, Stop
 
 WAIT = 3.0  # seconds the parked call waits for another commit before the order is called unreachable
+
+
+class Parked(Injection):
+    """The call stays parked at its gate; the tree is killed once another commit came meanwhile, or once
+    the wait is over with none (the order not reached)."""
+
+    def __init__(self, count: int, until: float) -> None:
+        self.count, self.until = count, until  # commits made when the call parked; the wait's end
+        self.overtaken: bool | None = None
+
+    def _look(self, stop: Stop) -> None:
+        if stop.killed:
+            return
+        if stop.commits_made() > self.count:
+            self.overtaken = True
+            stop.kill()
+        elif time.monotonic() > self.until:
+            self.overtaken = False
+            stop.kill()
+
+    def committed(self, stop: Stop) -> None:
+        self._look(stop)
+
+    def tick(self, stop: Stop) -> None:
+        self._look(stop)
+
+    def landing(self) -> Landing:
+        return Landing(overtaken=self.overtaken)
 
 
 class Overtaken(Fault):
@@ -37,5 +67,6 @@ class Overtaken(Fault):
             "session-log agent runs its calls one by one"
         )
 
-    def stop(self, stop: Stop) -> None:
-        stop.kill_at_next_commit(WAIT)
+    def stop(self, stop: Stop) -> Injection:
+        # counted from the moment the call parked (the phase loop saw it later)
+        return Parked(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)

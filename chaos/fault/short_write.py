@@ -3,7 +3,7 @@ count. The process goes on: it must finish the line, or stop and leave a torn ta
 
 from __future__ import annotations
 
-from chaos.fault.base import Arming, FailingCalls, Fault, Stop
+from chaos.fault.base import Failing, FailingCalls, Fault, Injection, Stop
 
 
 class ShortWrite(Fault):
@@ -15,8 +15,7 @@ class ShortWrite(Fault):
     crashes = False
     enables = ("final-reduces",)
 
-    def arm(self, arming: Arming) -> None:
-        arming.fail_syscalls(FailingCalls(frozenset({"write"}), None, once=True))
-
-    def stop(self, stop: Stop) -> None:
-        stop.go_on()
+    def stop(self, stop: Stop) -> Injection:
+        return Failing(
+            FailingCalls(frozenset({"write"}), None, once=True)
+        )  # the process goes on, its calls failing from here

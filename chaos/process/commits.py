@@ -48,7 +48,7 @@ class Commits:
     begun: int = 0  # commit frames begun (their header written)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
     _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
-    _slow: set[int] = field(default_factory=set)  # threads to hold at their commit's write
+    _committing: set[int] = field(default_factory=set)  # threads stopped at their commit frame's write
     # A power cut's model, per file: each store file's bytes at the return of its last sync in the phase
     synced: dict[str, bytes] = field(default_factory=dict)
     _syncing: dict[int, str] = field(default_factory=dict)  # pid -> the file its fsync/fdatasync names
@@ -64,12 +64,12 @@ class Commits:
             relative = relative[: -len("-wal")]
         return fnmatch.fnmatch(relative, self.path)
 
-    def hold(self, pid: int) -> float:
-        """How long the tracer keeps ``pid`` stopped at this trap (its commit's write, on a slow disk)."""
-        if pid in self._slow:
-            self._slow.discard(pid)
-            return self.delay
-        return 0.0
+    def committing(self, pid: int) -> bool:
+        """``pid`` is stopped at its commit frame's write (asked once: a slow disk holds it there)."""
+        if pid in self._committing:
+            self._committing.discard(pid)
+            return True
+        return False
 
     def view(self) -> View:
         return self.store.view(self.workspace, self.path, self.state)
@@ -144,8 +144,7 @@ class Commits:
             self.begun += 1
         elif self._pending.get(pid) == "header":
             self._pending[pid] = "page"  # the commit frame's page: the commit is made when it returns
-            if self.delay > 0:
-                self._slow.add(pid)
+            self._committing.add(pid)
             return True, False
         return False, False
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from chaos.contract.framing import committed_length
 from chaos.errors import InternalError, Interrupted, UsageError
-from chaos.fault.base import FailingCalls, Misbehaviour
+from chaos.fault.base import Misbehaviour
 from chaos.ledger import STARTS
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
@@ -122,9 +122,6 @@ class _Arming:
     def misbehave(self, how: Misbehaviour) -> None:
         assert self.trigger.request is not None, "a network fault lands at a model-request boundary"
         self.world.server.misbehave(self.trigger.request, how)
-
-    def fail_syscalls(self, how: FailingCalls) -> None:
-        self.stopper.failing = how
 
 
 def _cut(world: World, durable: int) -> bytes:
@@ -332,8 +329,12 @@ def phase_steps(
     if commits is not None and proc.exact:
         phase.calls_at_ledger, phase.commits = commits.at_ledger, commits.count
     phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
-    phase.overtaken = stopper.overtaken
-    phase.failed_calls, phase.failed_at = stopper.failed, stopper.failed_at
+    landing = stopper.landing()
+    phase.overtaken, phase.failed_calls, phase.failed_at = (
+        landing.overtaken,
+        landing.failed_calls,
+        landing.failed_at,
+    )
     if phase.killed or handed_on:
         phase.outcome = None
     if at_commit:
@@ -344,7 +345,7 @@ def phase_steps(
     if trigger is not None:
         phase.continued = stopper.continued
         phase.reached = stopper.stopped or phase.continued
-        phase.torn = stopper.torn
+        phase.torn = landing.torn
         if trigger.durable:
             lands = (
                 fault.lands_after if fault is not None else 0

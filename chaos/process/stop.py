@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from chaos.errors import UsageError
 from chaos.fault import FAULTS
-from chaos.fault.base import FailingCalls
+from chaos.fault.base import Injection, Landing, Trap, TrapKind
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits, reached
@@ -38,6 +38,17 @@ from chaos.store import View
 from chaos.world.world import World
 
 Decide = Callable[[], str]  # asks a person at a pause: "kill", "continue" or "quit"
+# the tracer's tags as a fault's injection sees them (``chaos.fault.Trap``)
+KINDS: dict[int, TrapKind] = {
+    ptrace.WRITE: "write",
+    ptrace.WRITEV: "writev",
+    ptrace.SYNC_ENTRY: "sync-entry",
+    ptrace.SYNC: "sync",
+    ptrace.RANGE: "sync",
+    ptrace.ALL: "sync",
+    ptrace.AFTER: "after",
+    ptrace.EXIT: "exit",
+}
 
 
 @dataclass
@@ -118,7 +129,8 @@ class Trigger:
 
 class Stopper:
     """Decides at each trap or tick whether the boundary is reached, and carries out the case's fault
-    there (one path: ``fire``). It is the fault's ``Stop``: the mechanisms a fault may ask for."""
+    there (one path: ``fire``). It is the fault's ``Stop``: the mechanisms a fault may ask for; what the
+    fault keeps from then on is its ``Injection``'s (``chaos.fault``), told of each trap, commit and tick."""
 
     def __init__(
         self,
@@ -151,18 +163,10 @@ class Stopper:
         self.stopped = False  # the boundary was reached and the fault carried out
         self.killed = False  # the tree got SIGKILL: a crash
         self.frozen = False  # the tree was frozen for a second writer
-        self.torn = False  # a write to the log was cut short before the kill
-        self.failing: FailingCalls | None = None  # the log's system calls fail so once stopped (a disk fault)
-        self.failed = 0  # system calls failed (or cut short) so far
-        self.failed_at: float | None = None  # when the first was made (what the agent did after it)
+        self.injection: Injection | None = None  # the fault in force from its boundary on (its own state)
         self.held_at_stop: bool | None = None  # in-flight: the world still held the boundary at the stop
         self.late: int | None = None  # durable: facts committed past the boundary when the fault landed
         self.choice = ""  # at a pause: kill / continue / quit
-        self._tearing = False
-        self._next_fact: Watch | None = None  # abort then kill: the next fact the agent commits
-        # overtaken: the commit count when the call was parked, and until when it waits for one more
-        self._parked_at: tuple[int, float] | None = None
-        self.overtaken: bool | None = None  # another commit came while the call was parked (None: not asked)
         self._lock = threading.Lock()
         self._wire = threading.Lock()  # one commit on the wire at a time (the relay serves each connection)
         self._asking = threading.Event()  # the tracer thread waits at the boundary for a person
@@ -189,19 +193,6 @@ class Stopper:
         assert self.proc is not None
         self.frozen = True
         self.proc.signal_group(signal.SIGSTOP)  # the whole tree frozen, as a paused machine
-
-    def tear(self) -> None:
-        assert self.proc is not None
-        if self.proc.exact:
-            self._tearing = True  # the next write to the log goes through half-way, then the kill
-        else:
-            self.kill()
-
-    def abort_then_kill(self) -> None:
-        assert self.trigger is not None and self.trigger.watch is not None
-        self._next_fact = Watch(self.trigger.watch.log_glob, Boundary("any"))
-        self._next_fact.skip_existing()
-        self.abort()
 
     def go_on(self) -> None:
         """The process goes on: the world's fault (armed before the phase) does the rest."""
@@ -232,30 +223,54 @@ class Stopper:
             )
         self.database()
 
-    def kill_at_next_commit(self, wait: float) -> None:
-        if self.commits is None:
-            raise UsageError("overtaken: the target keeps no store whose commits chaos sees ([store])")
-        assert self.trigger is not None and self.trigger.gate is not None
-        parked = self.trigger.world.box.waited_since(self.trigger.gate)  # (the phase loop saw it later)
-        self._parked_at = (self.commits.made_by(parked), time.monotonic() + wait)
+    @property
+    def exact(self) -> bool:
+        return self.proc is not None and self.proc.exact
 
-    def _overtake(self) -> None:
-        """At a commit (the tracer's thread) or a tick: kill once a commit came while the call was parked,
-        or once the wait is over with none."""
-        assert self._parked_at is not None and self.commits is not None
-        count, until = self._parked_at
-        if self.killed:
-            return
-        if self.commits.count > count:
-            self.overtaken = True
-            self.kill()
-        elif time.monotonic() > until:
-            self.overtaken = False
-            self.kill()
+    def land(self) -> None:
+        if self.trigger is not None:
+            self.late = self.trigger.late_facts()
+
+    def log_path(self) -> str:
+        return self.log()
+
+    def watch_facts(self) -> Watch:
+        assert self.trigger is not None and self.trigger.watch is not None
+        watch = Watch(self.trigger.watch.log_glob, Boundary("any"))
+        watch.skip_existing()
+        return watch
+
+    def commits_made(self, by: float | None = None) -> int:
+        if self.commits is None:
+            raise UsageError(f"{self.fault}: the target keeps no store whose commits chaos sees ([store])")
+        return self.commits.count if by is None else self.commits.made_by(by)
+
+    def held_since(self) -> float:
+        assert self.trigger is not None and self.trigger.gate is not None
+        return self.trigger.world.box.waited_since(self.trigger.gate)
+
+    def trapped_file(self, trap: Trap) -> tuple[str, int]:
+        return ptrace.written_file(trap.pid)
+
+    def fail(self, trap: Trap, error: int) -> None:
+        ptrace.fail_call(trap.pid, error)
+
+    def shorten(self, trap: Trap, count: int) -> None:
+        ptrace.shorten_write(trap.pid, count)
+
+    def drop_unsynced(self) -> None:
+        if self.durability is not None:
+            self.durability.drop_unsynced()
+
+    def landing(self) -> Landing:
+        return self.injection.landing() if self.injection is not None else Landing()
 
     def hold(self, pid: int) -> float:
-        """How long the tracer keeps ``pid`` stopped at this trap (a store's commit, on a slow disk)."""
-        return self.commits.hold(pid) if self.commits is not None else 0.0
+        """How long the tracer keeps ``pid`` stopped at this trap: a store's commit's write, on a slow disk
+        or held by the fault in force."""
+        if self.commits is None or not self.commits.committing(pid):
+            return 0.0
+        return self.commits.delay + (self.injection.hold() if self.injection is not None else 0.0)
 
     @property
     def late_commits(self) -> int:
@@ -268,12 +283,10 @@ class Stopper:
         if self.commits is not None:
             return self._commit(pid, tag)
         asked = self.durability.observe(pid, tag) if self.durability is not None else False
-        if self.failing is not None and self.stopped:
-            return self._fail(pid, tag) or asked
+        if self.stopped and self.injection is not None:
+            return self.injection.at_trap(self, Trap(pid, KINDS.get(tag, "other"))) or asked
         if tag == ptrace.SYNC_ENTRY:
             return asked  # a sync is judged when it returns, once the bytes are durable
-        if self._next_fact is not None:
-            return self._kill_at_next_fact()
         return self._judge(pid, tag) or asked
 
     def _commit(self, pid: int, tag: int) -> bool:
@@ -287,8 +300,8 @@ class Stopper:
     def _committed(self) -> None:
         """A commit was just made (the ``commits.count``-th): is it the boundary?"""
         assert self.commits is not None
-        if self._parked_at is not None:
-            self._overtake()
+        if self.injection is not None:
+            self.injection.committed(self)
         boundary = self.at_commit
         if boundary is None or self.stopped:
             return
@@ -305,7 +318,7 @@ class Stopper:
         assert self.commits is not None
         with self._wire:
             self.commits.over_wire()
-            time.sleep(self.commits.delay)
+            time.sleep(self.commits.delay + (self.injection.hold() if self.injection is not None else 0.0))
             self._committed()
             return not self.killed
 
@@ -317,8 +330,6 @@ class Stopper:
             pass
 
     def _judge(self, pid: int, tag: int) -> bool:
-        if self.stopped and self._tearing:
-            return self._tear(pid, tag)
         if self.stopped or self.continued or self.trigger is None or not self.trigger.durable:
             return False
         if not self.trigger.reached():
@@ -331,17 +342,8 @@ class Stopper:
                     self.stopped = True
                 return False
         self.fire()
-        if self._tearing:
-            return self._tear(pid, tag)
-        if self.failing is not None:
-            return self._fail(pid, tag)  # the write that trapped is the first to fail
-        return False
-
-    def _kill_at_next_fact(self) -> bool:
-        assert self._next_fact is not None and self.trigger is not None
-        if self._next_fact.poll() and not self.killed:
-            self.late = self.trigger.late_facts()  # the fault lands at its kill
-            self.kill()
+        if self.injection is not None:  # the call that trapped is the first the fault in force meets
+            return self.injection.at_trap(self, Trap(pid, KINDS.get(tag, "other")))
         return False
 
     def _hold_for_decision(self) -> None:
@@ -355,47 +357,6 @@ class Stopper:
         if not self.proc.exact and self.continued:
             self.proc.signal_group(signal.SIGCONT)
 
-    def _tear(self, pid: int, tag: int) -> bool:
-        """Let the next write to the log through half-done, then kill: a real torn tail."""
-        if tag == ptrace.AFTER:
-            self.torn, self._tearing = True, False
-            self.kill()
-            return False
-        if tag == ptrace.WRITE:
-            path, count = ptrace.written_file(pid)
-            if path == self.log() and count > 1:
-                ptrace.shorten_write(pid, count // 2)
-                return True
-        if tag == ptrace.EXIT:
-            self._tearing = False
-            self.kill()  # the target is ending with no later write to tear
-        return False
-
-    def _fail(self, pid: int, tag: int) -> bool:
-        """A disk fault, from the boundary on, as its ``FailingCalls`` says: the log's writes (or its next
-        sync) fail with an errno, or the next write comes back short. The call is not made (or cut); the
-        agent sees the error."""
-        failing = self.failing
-        assert failing is not None
-        kind = {ptrace.WRITE: "write", ptrace.WRITEV: "writev", ptrace.SYNC_ENTRY: "sync"}.get(tag)
-        if kind is None or kind not in failing.calls or ptrace.call_file(pid)[1] != self.log():
-            return False
-        if failing.once and self.failed:
-            return False
-        if failing.error is not None:
-            ptrace.fail_call(pid, failing.error)
-            if failing.drops_unsynced and self.durability is not None:
-                self.durability.drop_unsynced()  # the kernel may drop the dirty pages: nothing more counts
-        else:
-            count = ptrace.written_file(pid)[1]
-            if count < 2:
-                return False
-            ptrace.shorten_write(pid, count // 2)
-        self.failed += 1
-        if self.failed_at is None:
-            self.failed_at = time.time()
-        return False
-
     # -- the phase loop: world-held boundaries and decisions ---------------------------------------
     def tick(self) -> None:
         if self._asking.is_set() and not self._answered.is_set():
@@ -403,11 +364,8 @@ class Stopper:
             self.choice = self.pause()
             self._answered.set()
             return
-        if self._next_fact is not None and not self.proc_exact:
-            self._kill_at_next_fact()  # polled: the next fact is looked for at every tick
-            return
-        if self._parked_at is not None:
-            self._overtake()
+        if self.injection is not None:
+            self.injection.tick(self)
             return
         trigger = self.trigger
         if self.stopped or self.continued or trigger is None or trigger.durable or not trigger.reached():
@@ -419,10 +377,6 @@ class Stopper:
             return
         self.fire()
 
-    @property
-    def proc_exact(self) -> bool:
-        return self.proc is not None and self.proc.exact
-
     # -- the one stop path ---------------------------------------------------------------------------
     def fire(self) -> None:
         with self._lock:
@@ -433,7 +387,7 @@ class Stopper:
             elif self.trigger is not None:
                 self.late = self.trigger.late_facts()
             self.stopped = True
-            self.fault.stop(self)
+            self.injection = self.fault.stop(self)
 
     def release(self) -> None:
         """Unblock a tracer thread waiting for a decision (chaos is stopping)."""
