@@ -22,7 +22,9 @@ def test_a_fault_written_outside_the_package_holds_the_store_s_next_commit(tmp_p
         scenario = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
         done = api.sweep([scenario], "langgraph", faults=("delayed-commit",), results=tmp_path, jobs=1)
         cases = [r for r in done.summary.results if r.fault == "delayed-commit"]
-        assert cases and all(r.ok for r in done.summary.results), [r.case for r in done.summary.results if not r.ok]
+        assert cases and all(r.ok for r in done.summary.results), [
+            r.case for r in done.summary.results if not r.ok
+        ]
         assert all(r.exact for r in cases)  # landed at its commit, exactly
         assert len(fault.injections) == len(cases)
         # each held the next commit once: all but the last, after which the run commits nothing more

@@ -273,3 +273,25 @@ def test_a_phase_whose_warm_start_fails_starts_cold_and_says_why(tmp_path: Path)
     assert verdict.ok, [c.text() for c in verdict.failed]
     assert not any(p.warm for p in verdict.phases)
     assert all("the warm interpreter is gone" in (p.cold_because or "") for p in verdict.phases)
+
+
+def test_the_choice_of_warm_starts_compares_the_environment_a_fork_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54, point 7: a fork kept the server's time zone and HOME, and the cold/warm comparison (the
+    agent's verdict and facts) did not notice. It now also runs a probe cold and as a fork of a server
+    started for another case: a fork that keeps anything of the server's is told apart."""
+    from chaos.process import warm
+
+    starts = WarmStarts()
+    try:
+        assert warm.fork_difference(starts, PY, (), tmp_path / "sound") is None
+    finally:
+        starts.close()
+    monkeypatch.setattr(warm, "SOURCE", warm.SOURCE.replace("time.tzset()", "pass"))
+    starts = WarmStarts()
+    try:
+        differs = warm.fork_difference(starts, PY, (), tmp_path / "unsound")
+    finally:
+        starts.close()
+    assert differs is not None and "JST" in differs

@@ -25,7 +25,7 @@ from pathlib import Path
 from chaos.case.verdict import Verdict
 from chaos.contract.reading import facts
 from chaos.errors import InternalError, UsageError
-from chaos.process.warm import WarmStarts, command_of
+from chaos.process.warm import WarmStarts, command_of, fork_difference
 from chaos.scenario.target import Target
 
 
@@ -123,6 +123,11 @@ class Starts:
         differs = _difference(facts_of(cold), facts_of(warm))
         if differs is not None:
             return (False, f"a cold and a warm run of {cold.scenario.name} differ: {differs}")
+        command = command_of(cold.phases[0].argv, dict(os.environ))
+        assert not isinstance(command, str)
+        seen = fork_difference(self.pool, command.python, command.options, scratch / "environment")
+        if seen is not None:  # what the agent did not show: the environment a fork gives it
+            return (False, f"a warm fork does not see the environment a cold start does: {seen}")
         shutil.rmtree(scratch, ignore_errors=True)
         return (
             True,

@@ -269,6 +269,44 @@ class Launch:
         return self.server.spawn(self.command, cwd, env, out, err, cage, trace)
 
 
+# What a process can see of the environment it was started in: its time zone, HOME, working directory,
+# variables (a warm fork must show the phase's, never the server's or another case's)
+PROBE = (
+    "import json, os, time; t = time.localtime(0); "
+    "print(json.dumps([t.tm_gmtoff, time.strftime('%Z', t), os.path.expanduser('~'), os.getcwd(), "
+    "sorted(os.environ.items())]))"
+)
+
+
+def fork_difference(starts: WarmStarts, python: str, options: tuple[str, ...], folder: Path) -> str | None:
+    """How a fork of a warm interpreter started for one case differs from a cold start for another, as a
+    process sees its environment (``PROBE``), or None. The two cases' time zones and homes differ, so a
+    fork that kept the server's (or an earlier case's) shows it."""
+    from chaos.process.contain import start_alone
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = os.environ.get("PATH", "")
+    first = {"PATH": path, "HOME": str(folder / "first"), "TZ": "UTC", "CHAOS_PROBE": "first"}
+    phase = {"PATH": path, "HOME": str(folder / "phase"), "TZ": "Asia/Tokyo", "CHAOS_PROBE": "phase"}
+    argv = [python, *options, "-c", PROBE]
+    starts.launch(argv, first)  # the server starts for the first case
+    seen = []
+    for how in ("cold", "warm"):
+        out, err = folder / f"{how}.out", folder / f"{how}.err"
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            if how == "cold":
+                start_alone(argv, folder, phase, stdout, stderr, lambda: None).wait()
+            else:
+                launch = starts.launch(argv, phase)
+                assert launch is not None
+                child = launch.spawn(folder, phase, out, err, "", "")
+                child.wait()
+                child.finish()
+        seen.append(out.read_text().strip())
+    cold, warm = seen
+    return None if cold == warm else f"a cold start sees {cold[:300]!r}, a warm fork {warm[:300]!r}"
+
+
 class WarmStarts:
     """The warm interpreters of one sweep: one per interpreter, options and shaping environment. Closing
     it stops them all."""
