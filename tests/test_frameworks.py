@@ -220,7 +220,7 @@ def test_checkpoints_chaos_cannot_decode_get_no_verdict(
     assert code == 2, out
     assert "cannot decode the checkpoints" in out and "serializer of its own" in out, out
     assert main(["run", str(ONE), "--target", str(spec), "--results", str(tmp_path / "run")]) == 2
-    assert "Unknown serialization type: reversed-pickle" in capsys.readouterr().err
+    assert "of the serialization type 'reversed-pickle'" in capsys.readouterr().err
 
 
 @langgraph

@@ -75,7 +75,7 @@ def loads_typed(kind: str, data: bytes | None, what: str) -> Any:
         raise Blind(
             f"{what} is pickled (the saver's pickle_fallback), which chaos does not decode{_TYPE_ADVICE}"
         )
-    raise Blind(f"{what} is of the serialization type {kind!r}: {SERDE}")
+    raise Blind(f"chaos cannot decode the checkpoints: {what} is of the serialization type {kind!r}; {SERDE}")
 
 
 @dataclass
