@@ -10,6 +10,7 @@ declarations). A Go or TypeScript agent is driven by writing one of these.
 from __future__ import annotations
 
 import difflib
+import importlib
 import importlib.util
 import string
 import sys
@@ -23,7 +24,7 @@ from chaos.errors import SpecError
 from chaos.fault import FAULTS, Fault
 from chaos.scenario.model import OUTCOMES, Scenario
 from chaos.scenario.strict_toml import MISSING, Table
-from chaos.store.base import known, store_named
+from chaos.store.base import known, store_named, unknown_kind
 
 GUIDE = "docs/own-agent.md"
 PROTOCOL_NAMES = ("openai-chat", "anthropic", "openai-responses")  # chaos.world.protocols serves each
@@ -351,13 +352,31 @@ def _deadline(top: Table, passed: bool) -> float | None:
     return top.number("request_deadline", 0, 0, exclusive=True)
 
 
+def _adapter(table: Table, module: str, near: Path) -> None:
+    """Import the module of a store adapter of the user's own (it registers itself), looked for beside the
+    target file first."""
+    sys.path.insert(0, str(near))
+    try:
+        importlib.import_module(module)
+    except Exception as err:
+        table.fail("module", f"{module!r} could not be imported ({type(err).__name__}: {err})")
+    finally:
+        sys.path.remove(str(near))
+
+
 def _store(top: Table) -> StoreSpec | None:
     """The ``[store]`` table of a framework agent's target, or None (a session-log agent)."""
     if "store" not in top.data:
         return None
     table = top.table("store")
+    module = table.take("module", str, None)
+    if module is not None:  # the user's own adapter, beside the target file or importable
+        _adapter(table, module, top.file.parent)
+    kind = table.take("kind", str)
+    if kind not in known():
+        table.fail("kind", unknown_kind(kind))
     spec = StoreSpec(
-        kind=table.choice("kind", tuple(known())),
+        kind=kind,
         path=table.take("path", str),
         semantics=table.choice("semantics", SEMANTICS, "at-most-once"),
         state=table.take("state", str, None),

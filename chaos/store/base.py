@@ -6,6 +6,7 @@ import glob
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -181,14 +182,38 @@ def register(store: Store) -> Store:
 
 
 def store_named(name: str) -> Store:
-    _load_bundled()
+    _load_plugins()
     return STORES[name]
 
 
 def known() -> list[str]:
-    _load_bundled()
+    _load_plugins()
     return sorted(STORES)
 
 
-def _load_bundled() -> None:
-    from chaos.store import agents_sdk, dbos, langgraph, pydantic_dbos, session_log  # noqa: F401 (each registers itself)
+# The entry-point group of store adapters: each entry names a module that registers its stores when
+# imported. chaos's own adapters are entries of this group too (pyproject.toml), as a user's are.
+GROUP = "chaos.stores"
+BROKEN: dict[str, str] = {}  # an entry that failed to load -> why (said where a kind is unknown)
+_LOADED: list[bool] = []
+
+
+def _load_plugins() -> None:
+    if _LOADED:
+        return
+    _LOADED.append(True)
+    for entry in entry_points(group=GROUP):
+        try:
+            entry.load()
+        except Exception as err:  # a user's adapter that does not import: said, never a traceback
+            BROKEN[entry.name] = f"{entry.value}: {type(err).__name__}: {err}"
+
+
+def unknown_kind(kind: str) -> str:
+    """What to say of a ``[store] kind`` no adapter registered: the kinds there are, and how to add one."""
+    broken = "".join(f"; the adapter {name} did not load ({why})" for name, why in sorted(BROKEN.items()))
+    return (
+        f"{kind!r} is no store adapter here; use one of: {', '.join(known())}{broken}. An adapter of your "
+        "own registers itself when its module is imported: name the module in [store] module, or install "
+        f"it with a {GROUP!r} entry point (docs/extending.md)"
+    )
