@@ -59,3 +59,22 @@ def test_effects_started_at_once_each_get_a_number_and_a_gate_of_their_own(tmp_p
         assert waiting == sorted(f"{name}.during#{n}.waiting" for n in range(1, MANY + 1)), waiting
     starts = [e["callId"] for e in entries(tmp_path / "ledger.jsonl") if e["phase"] == "start"]
     assert len(starts) == len(set(starts)) == 4 * MANY
+
+
+def test_a_shell_tool_s_effect_carries_its_call_id(tmp_path: Path) -> None:
+    """Issue 53, point 3: ``$CHAOS_EFFECT NAME`` recorded no call id, so ``effect-after-durable-call`` could
+    not judge a shell tool's effect. It takes ``--call-id ID``, or ``CHAOS_CALL_ID`` from the environment."""
+    ledger = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "CHAOS_LEDGER": str(ledger), "CHAOS_LOG_GLOB": str(tmp_path / "none")}
+    helper = [sys.executable, "-m", "chaos.world.ledger"]
+    subprocess.run([*helper, "deploy", "--call-id", "call_7_1", "web"], env=env, check=True, cwd=REPO)
+    subprocess.run([*helper, "deploy", "api"], env={**env, "CHAOS_CALL_ID": "call_8_1"}, check=True, cwd=REPO)
+    subprocess.run([*helper, "deploy", "db"], env=env, check=True, cwd=REPO)
+    starts = [e for e in entries(ledger) if e["phase"] == "start"]
+    assert [(e.get("callId"), e["detail"]) for e in starts] == [
+        ("call_7_1", ["web"]),
+        ("call_8_1", ["api"]),
+        (None, ["db"]),
+    ]
+    refused = subprocess.run([*helper, "--call-id"], env=env, cwd=REPO, capture_output=True, text=True)
+    assert refused.returncode == 2 and "usage" in refused.stderr

@@ -7,8 +7,14 @@ moment (and those already resolved, and whether the log was rejected), so chaos
 can prove intent-before-effect and at-most-once for ``never`` tools. Named gates let chaos hold the effect *in progress* (``NAME.during``)
 or *done but its result not yet durable* (``NAME.after``) until it releases them.
 
+A tool that knows the call it runs for passes its id (``$CHAOS_EFFECT deploy
+--call-id ID``, or ``CHAOS_CALL_ID`` in its environment): chaos then tells an
+effect repeated under the same id from one under a new id, and judges the
+effect against the moment its call became durable.
+
 Environment: CHAOS_LEDGER (ledger file), CHAOS_LOG_GLOB (the session logs),
-CHAOS_GATE_DIR and CHAOS_GATES (comma-separated gate names to block on).
+CHAOS_GATE_DIR and CHAOS_GATES (comma-separated gate names to block on),
+CHAOS_CALL_ID (the tool call's id, where ``--call-id`` is not given).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 
 from chaos.contract import Reducer
 from chaos.ledger import effect
+
+CALL_ID = "CHAOS_CALL_ID"
 
 
 def intents(log_glob: str) -> dict[str, Any]:
@@ -47,14 +55,17 @@ def intents(log_glob: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m chaos.world.ledger EFFECT_NAME [DETAIL...]", file=sys.stderr)
+    call_id = os.environ.get(CALL_ID) or None
+    if argv[1:2] == ["--call-id"] and len(argv) > 2:
+        call_id, argv = argv[2], argv[:1] + argv[3:]
+    if not argv or argv[0].startswith("-"):
+        print("usage: python -m chaos.world.ledger EFFECT_NAME [--call-id ID] [DETAIL...]", file=sys.stderr)
         return 2
     name, ledger = argv[0], os.environ.get("CHAOS_LEDGER")
     if not ledger:
         print("chaos ledger: CHAOS_LEDGER is not set; run this under chaos", file=sys.stderr)
         return 2
-    effect(name, *argv[1:], **intents(os.environ.get("CHAOS_LOG_GLOB", "")))
+    effect(name, *argv[1:], call_id=call_id, **intents(os.environ.get("CHAOS_LOG_GLOB", "")))
     print(f"{name}: done")
     return 0
 
