@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import threading
 from typing import Any
 
 from dbos import DBOS
 from openai import OpenAI
 
 from chaos.ledger import effect
+
+from .loading import deadline, whole_answer
 
 SYSTEM = "Deploy what you are asked to."
 TOOLS = [
@@ -35,23 +35,8 @@ def _answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The model's answer as an assistant message (plain values: what DBOS records), or TimeoutError when
     no whole answer came within the deadline: the client's own timeout is per read, and an answer that
     trickles in never trips it. The request's thread is a daemon: it never holds the process open."""
-    deadline = float(os.environ.get("DBOS_AGENT_TIMEOUT", "20"))
-    came: queue.Queue[tuple[bool, Any]] = queue.Queue(1)
-
-    def ask_now() -> None:
-        try:
-            came.put((True, _request(messages, deadline)))
-        except Exception as err:  # (handed to the step, which raises it)
-            came.put((False, err))
-
-    threading.Thread(target=ask_now, daemon=True).start()
-    try:
-        ok, value = came.get(timeout=deadline)
-    except queue.Empty:
-        raise TimeoutError(f"no whole answer from the model in {deadline:g} s") from None
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+    seconds = deadline()
+    return whole_answer(lambda: _request(messages, seconds), seconds)
 
 
 def _request(messages: list[dict[str, Any]], deadline: float) -> dict[str, Any]:

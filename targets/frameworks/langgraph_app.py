@@ -18,6 +18,8 @@ from langgraph.types import Send, interrupt
 
 from chaos.ledger import effect
 
+from .loading import deadline, whole_answer
+
 
 @tool
 def deploy(service: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
@@ -41,7 +43,8 @@ def _with_agent() -> StateGraph[MessagesState]:
     model = _model().bind_tools([deploy])
 
     def agent(state: MessagesState) -> dict[str, list[object]]:
-        return {"messages": [model.invoke(state["messages"])]}
+        seconds = deadline()  # a whole answer within it (the client's own timeout is per read)
+        return {"messages": [whole_answer(lambda: model.invoke(state["messages"]), seconds)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import queue
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # What a module that runs its own command line when imported is told (``load``)
 GUARD = 'it acts on import: put its command line under `if __name__ == "__main__":`'
@@ -78,3 +84,31 @@ def with_approvals(options: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def parked() -> int:
     print("parked: waiting for approval")
     return PARKED
+
+
+def deadline() -> float:
+    """Seconds the bundled apps wait for one whole model answer (the target's ``request_deadline``, which
+    chaos shortens where a fault withholds an answer)."""
+    return float(os.environ.get("CHAOS_AGENT_TIMEOUT", "20"))
+
+
+def whole_answer(ask: Callable[[], T], seconds: float) -> T:
+    """``ask()``'s result within ``seconds``, or TimeoutError: a client's own timeout is per read, and an
+    answer that trickles in never trips it. The request's thread is a daemon: it never holds the process
+    open."""
+    came: queue.Queue[tuple[bool, Any]] = queue.Queue(1)
+
+    def ask_now() -> None:
+        try:
+            came.put((True, ask()))
+        except Exception as err:  # (handed to the caller, which raises it)
+            came.put((False, err))
+
+    threading.Thread(target=ask_now, daemon=True).start()
+    try:
+        ok, value = came.get(timeout=seconds)
+    except queue.Empty:
+        raise TimeoutError(f"no whole answer from the model in {seconds:g} s") from None
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]

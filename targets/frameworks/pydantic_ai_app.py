@@ -55,7 +55,7 @@ class _Deadline(WrapperModel):
 def _model() -> _Deadline:
     """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
     decision, and DBOS's), the target's deadline for the answer."""
-    deadline = float(os.environ.get("DBOS_AGENT_TIMEOUT", "20"))
+    deadline = float(os.environ.get("CHAOS_AGENT_TIMEOUT", "20"))
     client = AsyncOpenAI(
         base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
         api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
