@@ -63,3 +63,28 @@ def test_a_report_writer_that_breaks_is_chaos_s_failure_not_a_finding(
     err = capsys.readouterr().err
     assert code == ExitCode.INTERNAL, err
     assert "internal error" in err and "injected bug" in err
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_an_agent_that_cannot_run_at_all_is_a_setup_to_mend_not_a_finding(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 53, point 5: an agent whose import failed (``ModuleNotFoundError``) got 17 findings in 3 distinct
+    failures from a sweep. Its first process ending with a status ``[exit]`` does not name, before it made
+    anything durable, is exit 2 with what it said."""
+    reference = (Path(__file__).parent.parent / "targets" / "reference.toml").read_text()
+    agent = tmp_path / "agent.py"  # it starts its session, then imports its SDK where it first calls it
+    agent.write_text(
+        "import os\nos.makedirs('.tiny-agent/sessions', exist_ok=True)\n"
+        "open('.tiny-agent/sessions/s.jsonl', 'w').write('{}\\n')\nimport an_sdk_not_installed_here\n"
+    )
+    broken = f'start = ["{{python}}", "{agent}", "{{prompt}}"]'
+    target = tmp_path / "broken.toml"
+    target.write_text(
+        "\n".join(broken if line.startswith("start =") else line for line in reference.splitlines())
+    )
+    argv = [command, SECTION8, "--target", str(target), "--results", str(tmp_path / "r")]
+    code = main([*argv, "--fault", "kill"] if command == "sweep" else argv)
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE, err
+    assert "could not run" in err and "ModuleNotFoundError" in err and "Traceback (most recent" not in err

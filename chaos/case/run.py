@@ -56,6 +56,9 @@ def run_case(
         evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm)
     except LedgerError as err:  # the agent wrote the ledger itself: what it holds cannot be trusted
         raise UsageError(f"{scenario.path or scenario.name}: {target.name}: {err}") from None
+    unrun = could_not_run(evidence, folder)
+    if unrun is not None:  # a setup to mend, not a finding against the agent
+        raise UsageError(f"{scenario.path or scenario.name}: {unrun}")
     if evidence.on_store:
         blind = next(
             (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None
@@ -84,6 +87,21 @@ def run_case(
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json())
     return verdict
+
+
+def could_not_run(evidence: Evidence, folder: Path) -> str | None:
+    """Why the agent could not run, or None: its first process ended by itself with a status the target's
+    ``[exit]`` does not name (a traceback's 1, an import that failed), before the crash was reached (or in
+    the uninterrupted run). Every check would report a symptom of that; the cause is a setup to mend."""
+    start = evidence.start
+    if start.killed or start.timed_out or start.outcome is not None or start.reached or start.frozen:
+        return None
+    said = said_last(folder / f"{start.name}.stderr", 3)
+    return (
+        f"{evidence.target.name}'s {start.name} exited {start.returncode}, which its [exit] does not name, "
+        "before any crash: it could not run (mend the setup, as chaos target check says)"
+        + (f"; it said: {said}" if said else "")
+    )
 
 
 def ended_undeclared(clean: Evidence, folder: Path) -> str | None:
