@@ -4,6 +4,7 @@ own threads (the tracer, the model server, the report writer) ends in exit 3 wit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,22 @@ def test_an_agent_that_cannot_run_at_all_is_a_setup_to_mend_not_a_finding(
     err = capsys.readouterr().err
     assert code == ExitCode.USAGE, err
     assert "could not run" in err and "ModuleNotFoundError" in err and "Traceback (most recent" not in err
+
+
+def test_a_failing_phase_s_last_words_are_in_the_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 53, point 6: a failure was named by its symptom (``same-outcome: the resume ended failed``)
+    while its cause was in the agent's stderr, one file away. The finding prints what a process that
+    failed said last."""
+    reference = (Path(__file__).parent.parent / "targets" / "reference.toml").read_text()
+    said = "Schema version not found: the database might be malformed"
+    broken = "resume = " + json.dumps(["bash", "-c", f"echo '{said}' >&2; exit 7"])
+    target = tmp_path / "broken.toml"
+    target.write_text(
+        "\n".join(broken if line.startswith("resume =") else line for line in reference.splitlines())
+    )
+    code = main(["run", SECTION8, "--target", str(target), "--results", str(tmp_path / "r")])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.FINDING, out + err
+    assert f"resume-1 exited 7 and said: {said}" in out

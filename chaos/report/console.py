@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from chaos.case.verdict import Verdict, landing
-from chaos.cycle.drive import Paused
+from chaos.cycle.drive import Paused, said_last
 from chaos.report.show import render as render_timeline
 from chaos.report.show import timeline
 from chaos.report.text import printable
@@ -48,6 +48,10 @@ def render(verdict: Verdict) -> str:
     if failure is not None:
         lines.append(f"FINDING: {len(failed)} of {len(verdict.checks)} checks failed")
         lines.append(f"  failure [{failure.key}]: {failure.label}")
+        for phase in verdict.phases:  # what a process that failed said: the cause is often there
+            said = said_last(verdict.folder / f"{phase.name}.stderr", 3) if phase.returncode else ""
+            if said and not phase.killed:
+                lines.append(f"  {phase.name} exited {phase.returncode} and said: {said}")
         lines.append(f"  reproduce: {verdict.reproduce()}")
     else:
         lines.append(f"ok: {len(verdict.checks)} checks held")
