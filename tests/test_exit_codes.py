@@ -108,3 +108,20 @@ def test_a_failing_phase_s_last_words_are_in_the_finding(
     out, err = capsys.readouterr()
     assert code == ExitCode.FINDING, out + err
     assert f"resume-1 exited 7 and said: {said}" in out
+
+
+@pytest.mark.parametrize("bug", ["", "replay-never-tools"])
+def test_a_scenario_s_expectations_are_judged_on_a_store_or_said_not_judged(
+    bug: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 53, point 4: ``pending-deploy-interrupted`` expects ``effects = { deploy = 1 }`` and a plan; on a
+    target judged on its store the deploy ran twice and chaos said ``ok`` (exit 0), with no word that the
+    expectations were dropped. The effect count is judged on a store that promises at most once, and the
+    plan (a session log's) is said not judged."""
+    target = Path(__file__).parent / "targets" / "reference-store.toml"
+    argv = ["run", "pending-deploy-interrupted", "--target", str(target), "--results", str(tmp_path / "r")]
+    code = main([*argv, "--target-env", f"TINY_REFERENCE_BUG={bug}"] if bug else argv)
+    out = capsys.readouterr().out
+    assert code == (ExitCode.FINDING if bug else ExitCode.OK), out
+    assert ("✗ effect deploy ran 1x" if bug else "✓ effect deploy ran 1x") in out
+    assert "○ the oracle's plan for the crash prefix is what the scenario expects: not judged" in out

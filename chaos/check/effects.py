@@ -127,7 +127,6 @@ def started(ev: Evidence) -> dict[str, dict[str, Any]]:
 
 
 def judge(ev: Evidence) -> list[Check]:
-    runs = [e for e in ev.ledger if e["phase"] == "start"]
     starts = started(ev)
     # an effect, or a call at the world's MCP server (the server's count, not the agent's belief), per call
     per_call = Counter(
@@ -165,15 +164,19 @@ def judge(ev: Evidence) -> list[Check]:
                     "; ".join(unsynced) or "ok",
                 )
             )
-    counts = Counter(e["effect"] for e in runs)
-    for name, count in ev.scenario.expect.effects.items():
-        checks.append(
-            Check(
-                "effect-count",
-                f"effect {name} ran {count}x",
-                counts[name] == count,
-                str(count),
-                str(counts[name]),
-            )
+    return checks + effect_counts(ev)
+
+
+def effect_counts(ev: Evidence) -> list[Check]:
+    """The scenario's ``[expect] effects``: how often each effect ran, counted in the ledger."""
+    counts = Counter(e["effect"] for e in ev.effects())
+    return [
+        Check(
+            "effect-count",
+            f"effect {name} ran {count}x",
+            counts[name] == count,
+            str(count),
+            str(counts[name]),
         )
-    return checks
+        for name, count in ev.scenario.expect.effects.items()
+    ]
