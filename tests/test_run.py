@@ -45,8 +45,10 @@ def test_every_shipped_scenario_passes_against_the_reference_agent(
     assert verdict["ok"] and verdict["exact"], verdict["landed"]
     for name in ("prefix.jsonl", "final.jsonl", "prefix.reduce.json", "current.json", "requests.json"):
         assert (tmp_path / name).is_file(), name
-    # the reproduce command reruns exactly this case: the scenario as used, kept in the run folder
-    assert (tmp_path / "reproduce").read_text().startswith(f"chaos run {tmp_path / 'scenario.toml'}")
+    # the reproduce command reruns exactly this case: the scenario as used, kept in the run folder, named
+    # from there (the results name no host path: the line runs in the case's folder)
+    reproduce = (tmp_path / "reproduce").read_text()
+    assert reproduce.startswith("chaos run ./scenario.toml") and str(tmp_path) not in reproduce
 
 
 # Each bug switch of the reference agent, a scenario that must catch it, and the check that fails.
