@@ -84,18 +84,8 @@ from chaos.check import CONCERNS
 from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
-from chaos.fault import (
-    FAULTS,
-    Arming,
-    Failing,
-    FailingCalls,
-    Fault,
-    Injection,
-    Landing,
-    Misbehaviour,
-    Stop,
-    Trap,
-)
+from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
+from chaos.fault.base import Failing, Injection, Landing, Trap
 from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 

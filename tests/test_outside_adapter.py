@@ -17,31 +17,9 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-ADAPTER = textwrap.dedent(
-    """
-    import json
-
-    from chaos.extend import Call, Output, Store, View, register
-
-
-    class OutsideJsonl(Store):
-        name = "outside-jsonl"
-        commit = "line"
-        description = "a JSONL store, from an adapter package of its own"
-
-        def read(self, files):
-            items = [json.loads(line) for data in files.values() for line in data.decode().splitlines()
-                     if line.endswith("}")]
-            calls = tuple(Call(i["id"], i["name"], i["arguments"]) for i in items if i["type"] == "call")
-            outputs = tuple(Output(i["callId"], i["text"]) for i in items if i["type"] == "output")
-            final = items[-1]["text"] if items and items[-1]["type"] == "final" else None
-            inputs = tuple(i["text"] for i in items if i["type"] == "input")
-            return View(calls, outputs, final, len(items), started=bool(items), inputs=inputs)
-
-
-    register(OutsideJsonl())
-    """
-)
+# the test suite's own adapter (tests/store_adapter.py), as a package of its own would ship it, under a kind
+# of its own
+ADAPTER = (Path(__file__).parent / "store_adapter.py").read_text().replace('"test-jsonl"', '"outside-jsonl"')
 PYPROJECT = textwrap.dedent(
     """
     [build-system]

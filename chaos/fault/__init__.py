@@ -7,18 +7,7 @@ from __future__ import annotations
 
 from chaos.fault.abort import Abort
 from chaos.fault.abort_then_kill import AbortThenKill
-from chaos.fault.base import (
-    IN_FLIGHT,
-    Arming,
-    Failing,
-    FailingCalls,
-    Fault,
-    Injection,
-    Landing,
-    Misbehaviour,
-    Stop,
-    Trap,
-)
+from chaos.fault.base import IN_FLIGHT, Arming, FailingCalls, Fault, Misbehaviour, Stop
 from chaos.fault.disk_full import DiskFull
 from chaos.fault.fsync_error import FsyncError
 from chaos.fault.kill import Kill
@@ -67,17 +56,4 @@ def fault(name: str) -> Fault:
     return found
 
 
-__all__ = [
-    "FAULTS",
-    "IN_FLIGHT",
-    "Arming",
-    "Failing",
-    "FailingCalls",
-    "Fault",
-    "Injection",
-    "Landing",
-    "Misbehaviour",
-    "Stop",
-    "Trap",
-    "fault",
-]
+__all__ = ["FAULTS", "IN_FLIGHT", "Arming", "FailingCalls", "Fault", "Misbehaviour", "Stop", "fault"]
