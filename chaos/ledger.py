@@ -60,6 +60,10 @@ def signature(key: str, when: float) -> str:
     return hmac.new(key.encode(), repr(when).encode(), hashlib.sha256).hexdigest()
 
 
+# The world's MCP server gives each call's command this variable (``PID:N``: the server's process and its
+# number of the call): an effect made inside the call says so in its start line (``mcpCall``)
+MCP_CALL = "CHAOS_MCP_CALL"
+
 # The lines that say an effect begins: a tool's ``start`` (``effect``, ``$CHAOS_EFFECT``), and a ``call`` at
 # the world's MCP server (``chaos.world.mcp_server``: each tools/call is an effect of its own, ``mcp:NAME``)
 STARTS = ("start", "call")
@@ -145,6 +149,8 @@ def effect(name: str, *detail: str, call_id: str | None = None, **known: Any) ->
     base: dict[str, Any] = {"effect": name, "detail": list(detail), "pid": os.getpid()}
     if call_id is not None:
         base["callId"] = call_id
+    if os.environ.get(MCP_CALL):
+        base["mcpCall"] = os.environ[MCP_CALL]
     occurrence = numbered(ledger, name, {**base, "phase": "start", "time": time.time(), **known})
     gate(f"{name}.during", occurrence)
     record(ledger, {**base, "phase": "done", "time": time.time()})

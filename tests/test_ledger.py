@@ -78,3 +78,42 @@ def test_a_shell_tool_s_effect_carries_its_call_id(tmp_path: Path) -> None:
     ]
     refused = subprocess.run([*helper, "--call-id"], env=env, cwd=REPO, capture_output=True, text=True)
     assert refused.returncode == 2 and "usage" in refused.stderr
+
+
+def test_an_effect_inside_an_mcp_call_is_judged_at_the_call_s_arrival() -> None:
+    """Issue 53, point 8: over MCP, an abort closed the call with its synthetic result while the server's
+    script went on to its deploy, whose own line then listed no pending intent: ``intent-before-effect``
+    failed a legal agent. An effect made inside a call at the world's MCP server names the call
+    (``mcpCall``), and is judged by the intents durable when the call arrived; a call that arrived before
+    its intent was durable still fails (the call's own line)."""
+    from types import SimpleNamespace
+
+    from chaos.check.effects import without_intent
+
+    def ledger(pending_at_arrival: list[str]) -> list[dict[str, object]]:
+        return [
+            {"effect": "mcp:bash", "phase": "call", "pid": 41, "call": 1, "pending": pending_at_arrival},
+            {"effect": "deploy", "phase": "start", "mcpCall": "41:1", "pending": [], "resolved": ["t1"]},
+            {"effect": "deploy", "phase": "done", "mcpCall": "41:1"},
+            {"effect": "mcp:bash", "phase": "answer", "pid": 41, "call": 1},
+        ]
+
+    legal = SimpleNamespace(ledger=ledger(["t1"]), continued=None, phases=[])
+    assert without_intent(legal) == ([], [])  # type: ignore[arg-type]
+    early = SimpleNamespace(ledger=ledger([]), continued=None, phases=[])
+    assert [e["effect"] for e, _ in without_intent(early)[0]] == ["mcp:bash"]  # type: ignore[arg-type]
+    # an effect of its own, outside any call, is judged by its own line as before
+    own = SimpleNamespace(
+        ledger=[{"effect": "deploy", "phase": "start", "pending": []}], continued=None, phases=[]
+    )
+    assert [e["effect"] for e, _ in without_intent(own)[0]] == ["deploy"]  # type: ignore[arg-type]
+
+
+def test_the_mcp_server_s_script_names_the_call_it_runs_in(tmp_path: Path) -> None:
+    """The effect helper records the call a command of the world's MCP server runs in."""
+    ledger = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "CHAOS_LEDGER": str(ledger), "CHAOS_LOG_GLOB": "none", "CHAOS_MCP_CALL": "41:3"}
+    subprocess.run(
+        [sys.executable, "-m", "chaos.world.ledger", "deploy", "web"], env=env, check=True, cwd=REPO
+    )
+    assert [e.get("mcpCall") for e in entries(ledger)] == ["41:3", "41:3"]

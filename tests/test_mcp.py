@@ -303,3 +303,23 @@ def test_the_legal_variants_pass_the_mcp_scenarios_over_either_protocol(mode: st
     assert not failed, failed
     held = {c.id for v in verdicts for c in v.checks if c.judged and c.ok}
     assert {"mcp-trust", "mcp-answer", "never-once", "intent-before-effect"} <= held
+
+
+def test_a_call_sent_before_its_intent_was_durable_fails_intent_before_effect(tmp_path: Path) -> None:
+    """Issue 53, point 8's other side: an effect made inside an MCP call is judged at the call's arrival,
+    and an agent that sends the call before its ``toolStarted`` is durable (``intent-after-effect``) still
+    fails, at the call: one failure, the call's."""
+    scenario = load_scenario(REPO / "scenarios" / "deploy-intent-durable.toml")
+    verdict = run_case(
+        scenario, _target("http"), {"TINY_REFERENCE_BUG": "intent-after-effect"}, tmp_path / "c"
+    )
+    failed = {c.id: c for c in verdict.checks if not c.ok}
+    assert "intent-before-effect" in failed, [c.text() for c in verdict.checks]
+    assert (
+        "mcp:bash" in failed["intent-before-effect"].got
+        and "deploy" not in failed["intent-before-effect"].got
+    )
+    assert [e.get("mcpCall") is not None for e in verdict.evidence.ledger if e["effect"] == "deploy"] == [
+        True,
+        True,
+    ]

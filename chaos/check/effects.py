@@ -49,9 +49,15 @@ def without_intent(ev: Evidence) -> tuple[list[tuple[dict[str, Any], Phase | Non
     blind: list[tuple[dict[str, Any], Phase | None]] = []
     after_rejection: list[str] = []
     paused = _pending_at_pause(ev) if ev.continued is not None else set()
+    # an effect made inside a call at the world's MCP server is judged at the call's arrival: the agent
+    # sent the call, and may close it (a synthetic result) before the server's script gets to its effect
+    arrived = {f"{e.get('pid')}:{e.get('call')}" for e in ev.ledger if e["phase"] == "call"}
     for index, entry in enumerate(ev.ledger):
         if entry["phase"] not in STARTS or entry.get("pending"):
             continue
+        if entry.get("mcpCall") in arrived:
+            continue  # judged by its call's line: the intents durable when the call arrived
+
         if entry.get("rejected") is not None:
             after_rejection.append(f"{entry['effect']} (the log was rejected at line {entry['rejected']})")
             continue

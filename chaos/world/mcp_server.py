@@ -62,7 +62,7 @@ from chaos.bundled.targets.reference.tools import (  # type: ignore[import-not-f
     ToolFailure,
     run_tool,
 )
-from chaos.ledger import gate, numbered, record
+from chaos.ledger import MCP_CALL, gate, numbered, record
 from chaos.world import MCP_TOKEN_ENV
 from chaos.world.ledger import intents
 
@@ -125,7 +125,13 @@ class Tools:
         )
         gate(f"{effect}.during", occurrence)  # effect-running: held before its tool runs
         try:
-            text, ok = run_tool(name, arguments, self.workspace, BASH_TIMEOUT), True
+            # an effect the tool makes names this call: it is judged by what was durable when it arrived
+            text, ok = (
+                run_tool(
+                    name, arguments, self.workspace, BASH_TIMEOUT, {MCP_CALL: f"{os.getpid()}:{number}"}
+                ),
+                True,
+            )
         except ToolFailure as err:
             text, ok = str(err), False
         gate(f"{effect}.after", occurrence)  # effect-done: held once it ran, its answer not sent

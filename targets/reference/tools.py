@@ -109,8 +109,11 @@ def _text(arguments: dict[str, Any], key: str) -> str:
     return value
 
 
-def run_tool(name: str, arguments: dict[str, Any], workspace: Path, timeout: float) -> str:
-    """Run one tool; return its output or raise ToolFailure with what the model should read."""
+def run_tool(
+    name: str, arguments: dict[str, Any], workspace: Path, timeout: float, env: dict[str, str] | None = None
+) -> str:
+    """Run one tool; return its output or raise ToolFailure with what the model should read. ``env``: what
+    a command the tool runs (``bash``) has in its environment besides this process's."""
     if name == "read":
         path = _inside(workspace, arguments.get("path"))
         try:
@@ -135,7 +138,7 @@ def run_tool(name: str, arguments: dict[str, Any], workspace: Path, timeout: flo
         path.write_text(text.replace(old, new))
         return f"edited {arguments['path']}"
     if name == "bash":
-        return _bash(_text(arguments, "command"), workspace, timeout)
+        return _bash(_text(arguments, "command"), workspace, timeout, env)
     raise ToolFailure(f"unknown tool {name!r}")
 
 
@@ -145,10 +148,11 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _bash(command: str, workspace: Path, timeout: float) -> str:
+def _bash(command: str, workspace: Path, timeout: float, env: dict[str, str] | None = None) -> str:
     proc = subprocess.Popen(
         ["bash", "-c", command],
         cwd=workspace,
+        env={**os.environ, **env} if env else None,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
