@@ -140,7 +140,7 @@ ROWS = [
         ["run", FRAMEWORK, "--target", "{t}"],
         None,
         LANGGRAPH.replace('kind = "langgraph"', 'kind = "nope"'),
-        ["line 10", "store.kind", "'nope' is not allowed"],
+        ["line 11", "store.kind", "'nope' is no store adapter here", "entry point"],
     ),
     (
         "store-boundary-on-a-session-log-agent",
