@@ -128,6 +128,7 @@ def scrub_store(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def _scrub_sqlite(name: str, data: bytes, wal: bytes | None) -> dict[str, bytes]:
     kept = {name: data, **({f"{name}-wal": wal} if wal is not None else {})}
+    in_bytes = _has_secret(data) or _has_secret(wal or b"")  # (a free page, an old WAL frame: not a row)
     with tempfile.TemporaryDirectory(prefix="chaos-scrub-") as folder:
         path = Path(folder) / "copy.db"
         path.write_bytes(data)
@@ -152,7 +153,7 @@ def _scrub_sqlite(name: str, data: bytes, wal: bytes | None) -> dict[str, bytes]
                 for t in tables
                 for c in columns[t]
             )
-            if not held and not _has_secret(data) and not _has_secret(wal or b""):
+            if not held and not in_bytes:
                 return kept
             for (trigger,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
                 connection.execute(f'DROP TRIGGER "{trigger}"')  # the agent's, not to run here
@@ -164,7 +165,7 @@ def _scrub_sqlite(name: str, data: bytes, wal: bytes | None) -> dict[str, bytes]
             connection.execute("VACUUM INTO ?", (str(rewritten),))
             return {name: rewritten.read_bytes()}
         except sqlite3.Error:  # a database SQLite cannot read whole: kept only if it holds no secret
-            return kept if not _has_secret(data) and not _has_secret(wal or b"") else {}
+            return {} if in_bytes else kept
         finally:
             connection.close()
 

@@ -28,7 +28,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from chaos.store.base import Call, Output, View, register, text_of
-from chaos.store.inert import Blind, bounded, json_value, sized
+from chaos.store.inert import Blind, allowed, bounded, json_value, sized
 from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import SqliteStore
 
@@ -76,7 +76,7 @@ class _Reader(pickle.Unpickler):
         self.readable = readable
 
     def find_class(self, module: str, name: str) -> Any:
-        if any(module == m or module.startswith(f"{m}.") for m in self.readable):
+        if allowed(module, self.readable):
             return _pickled(module, name)
         raise _opaque(f"a pickled {module}.{name}")
 
