@@ -67,8 +67,8 @@ what it may do.
 
 Checks: one concern, one module
     A module of ``chaos.check`` with ``CATALOG`` (check id -> what it
-    guarantees), ``NEEDS`` (what it reads: ``"log"``, a framework's
-    ``"store"``, or ``"any"``) and ``judge(Evidence) -> list[Check]``, listed in
+    guarantees), ``NEEDS`` (what it reads: the contract's ``"facts"``, a
+    store's ``"view"``, or the ``"world"``) and ``judge(Evidence) -> list[Check]``, listed in
     ``chaos.check.CONCERNS`` in report order, causes first. Every check needs a
     row in the fail table (``tests/test_fail_table.py``) that makes it fail,
     and must hold for every legal variant (``tests/test_legal_variants.py``).

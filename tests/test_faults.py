@@ -71,15 +71,14 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
     scenario_name, bug, check = TABLE[name]
     scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
     target = load_target(REPO / "targets" / f"{scenario.target}.toml")  # reference, reference-mcp, ...
-    if target.store is not None and target.store.kind.endswith("-postgres"):
+    if target.store.kind.endswith("-postgres"):
         pytest.importorskip(
             "psycopg", reason="a store on the world's PostgreSQL server is the postgres extra"
         )
     fine = run_case(scenario, target, {}, tmp_path / "fine")
     assert fine.ok, [c.text() for c in fine.failed]
-    switch = "TINY_REFERENCE_BUG" if target.store is None else "LANGGRAPH_DRIVER_BUG"
+    switch = "TINY_REFERENCE_BUG" if target.facts else "LANGGRAPH_DRIVER_BUG"
     if bug == AT_MOST_ONCE:
-        assert target.store is not None
         target, env = replace(target, store=replace(target.store, semantics="at-most-once")), {}
     else:
         env = {switch: bug}

@@ -83,7 +83,7 @@ def test_the_legal_variants_together_pass_every_scenario_as_written_and_every_ch
     assert skipped == ["crash-mid-stream", *MCP_ONLY]
     held = {c.id for v in verdicts for c in v.checks if c.judged and c.ok}
     read = {
-        i for concern in CONCERNS if concern.NEEDS != "store" and concern is not mcp for i in concern.CATALOG
+        i for concern in CONCERNS if concern.NEEDS != "view" and concern is not mcp for i in concern.CATALOG
     }  # a log's, an MCP agent's aside
     assert held == read, f"never judged: {sorted(read - held)}"
 

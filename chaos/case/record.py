@@ -167,7 +167,7 @@ class Record:
             dump(self.folder / "current.json", evidence.current)
         dump(self.folder / "requests.json", evidence.requests)
         dump(self.folder / "ledger.json", evidence.ledger)
-        if evidence.on_store:
+        if not evidence.facts:
             return  # the store's files are its record (``_keep_store``): there is no log to reduce
         self._oracle("prefix", evidence.prefix, evidence.current)
         if evidence.resumes:

@@ -59,7 +59,7 @@ def run_case(
     unrun = could_not_run(evidence, folder)
     if unrun is not None:  # a setup to mend, not a finding against the agent
         raise UsageError(f"{scenario.path or scenario.name}: {unrun}")
-    if evidence.on_store:
+    if not evidence.facts:
         blind = next(
             (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None
         )

@@ -40,8 +40,9 @@ from chaos.check import (
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 
-# Each concern says what it reads (``NEEDS``): a session log, a framework's store (its adapter's view and
-# the uninterrupted run of the same scenario), or any agent's requests and effects.
+# Each concern says what it reads (``NEEDS``): the session contract's facts ("facts"), what a store's adapter
+# reads of it ("view", with the uninterrupted run of the same scenario), or what the world saw of any agent
+# ("world": its requests, effects, processes and files).
 CONCERNS = (
     crash,
     processes,
@@ -105,7 +106,7 @@ SYMPTOMS = {
 
 def check_all(ev: Evidence) -> list[Check]:
     """Every check of the cycle, in catalog order, symptoms of a failed cause not judged."""
-    reads = ("store", "any") if ev.on_store else ("log", "any")
+    reads = ("facts", "world") if ev.facts else ("view", "world")
     checks = sorted(
         (
             check

@@ -36,7 +36,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     ]
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "approval-first": "an effect that waits for a person's approval runs only once an approval was given"
 }

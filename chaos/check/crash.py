@@ -8,7 +8,7 @@ from chaos.check.base import Check
 from chaos.contract.reading import error_text, plan, reduces
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "reached": "the run reached the scenario's crash boundary",
     "prefix-reduces": "the crash prefix reduces",

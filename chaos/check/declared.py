@@ -25,7 +25,7 @@ def _runs(evidence: Evidence) -> dict[str, list[tuple[int, dict[str, Any]]]]:
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     problems = []
-    declared = evidence.target.store.semantics if evidence.target.store else "at-most-once"
+    declared = evidence.target.store.semantics
     for key, runs in _runs(evidence).items():
         where = ", ".join(
             f"{phase_of(evidence, line).name} (call {e.get('callId', '?')})" for line, e in runs
@@ -65,7 +65,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     return problems
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "effects-as-declared": "effects run as the target declares in [store] semantics (at most once, or at least once with one call id)"
 }

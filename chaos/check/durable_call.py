@@ -54,7 +54,7 @@ def _unjudged(evidence: Evidence) -> str:
     )
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "effect-after-durable-call": "every effect of a framework agent starts after its tool call is durable in the store"
 }

@@ -18,7 +18,7 @@ from chaos.cycle.evidence import Evidence
 from chaos.ledger import STARTS
 from chaos.process.phase import Phase, PhaseKind
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "intent-before-effect": "no effect ran before its toolStarted was durable",
     "intent-synced": "no effect ran before its toolStarted was synced to disk (where the tracer saw the syncs)",

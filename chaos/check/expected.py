@@ -13,13 +13,12 @@ from chaos.check.base import Check
 from chaos.check.effects import effect_counts
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG: dict[str, str] = {}  # (effect-count and prefix-plan are the log's concerns; judged here on a store)
 
 
 def judge(ev: Evidence) -> list[Check]:
     expect, spec = ev.scenario.expect, ev.target.store
-    assert spec is not None  # (judged on a store only)
     checks = []
     if expect.effects and spec.semantics != "at-most-once":
         checks.append(

@@ -38,7 +38,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     return problems
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "resume-adds-nothing": "resuming a framework agent's finished run changes nothing in the store, asks nothing, runs nothing"
 }

@@ -30,7 +30,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     ]
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "inputs-once": "a framework agent's resumed run holds each user input as often as the uninterrupted run does"
 }

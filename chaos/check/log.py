@@ -6,7 +6,7 @@ from chaos.check.base import Check
 from chaos.contract.reading import error_text, reduces
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "append-only": "no phase rewrote committed bytes (a torn tail may only be dropped)",
     "final-reduces": "the final log reduces",

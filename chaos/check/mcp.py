@@ -24,7 +24,7 @@ from chaos.check.effects import started
 from chaos.contract.reading import facts
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "log"
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "mcp-trust": "an MCP tool was declared safe to replay only where the host trusts it",
     "mcp-answer": "each success the log records for an MCP call is an answer the server gave it",

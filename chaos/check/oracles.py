@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from chaos.check.base import Check
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "oracle-agrees": "another implementation's reducer (--oracle) agrees on every crash prefix and final log",
 }

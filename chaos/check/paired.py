@@ -28,7 +28,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     return problems
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {"store-consistent": "the final store pairs every tool call with one output"}
 
 

@@ -10,7 +10,7 @@ from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 from chaos.scenario.target import phase_limit
 
-NEEDS = "any"  # what every phase records, whatever the agent keeps its state in (``chaos.check.check_all``)
+NEEDS = "world"  # what every phase records, whatever the agent keeps its state in (``chaos.check.check_all``)
 CATALOG = {
     "timeout": "every phase ended before its timeout",
     "processes": "no process outlived the run",

@@ -31,7 +31,7 @@ from chaos.contract.reading import (
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase, PhaseKind
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "plan-followed": "each resume first carries out the oracle's plan for the log it started from",
     "blocked-stops": "a resume the oracle plans as blocked stops blocked",

@@ -34,7 +34,7 @@ from chaos.cycle.evidence import Evidence
 from chaos.world.protocols import PROTOCOLS, Protocol, Said, said_of_messages
 
 EXPECTED = "what the log says each attempt sent"
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "request-context": "each model request carries the context the log made durable for its attempt, under "
     "the system prompt and tool definitions its configuration snapshot digests",

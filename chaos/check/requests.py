@@ -19,7 +19,7 @@ from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS
 from chaos.fault.network import Network
 
-NEEDS = "any"  # requests-valid judges any agent's requests; the rest read a session log
+NEEDS = "world"  # requests-valid judges any agent's requests; the rest read the contract's facts
 CATALOG = {
     "requests-valid": "every model request is one the real provider accepts (calls and results paired by id, "
     "ids unique, required fields present: chaos.world.strict)",
@@ -149,7 +149,7 @@ def answer_delivered(ev: Evidence) -> Check:
 
 
 def judge(ev: Evidence) -> list[Check]:
-    if ev.on_store:
+    if not ev.facts:
         return [requests_valid(ev)]
     most = max(ev.attempts_per_step.values(), default=0)
     third = Check(

@@ -44,7 +44,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     return problems
 
 
-NEEDS = "store"
+NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)
 CATALOG = {
     "same-outcome": "a framework agent's resumed run ends as the uninterrupted run does (completed, same final answer, no new effect)"
 }

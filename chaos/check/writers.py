@@ -11,7 +11,7 @@ from __future__ import annotations
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "log"  # a session log (``chaos.check.check_all``)
+NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
 CATALOG = {
     "one-writer": "with a writer paused and another resuming its session, only one of them wrote",
 }

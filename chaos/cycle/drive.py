@@ -26,12 +26,11 @@ from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
 from chaos.process.approval import THEN
 from chaos.process.phase import Phase, PhaseKind
-from chaos.process.run import continue_phase, execute_phase, phase_steps
+from chaos.process.run import continue_phase, phase_steps
 from chaos.process.services import open_world
 from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
-from chaos.store import Store
 from chaos.world.world import World
 
 Keep = Callable[[Phase], None]
@@ -120,35 +119,10 @@ def _phase(
             phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
             phase.log_before, phase.waited = world.log(), True
     no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
-    if no_file and not phase.timed_out and phase.kind in (PhaseKind.SETUP, PhaseKind.START):
+    first = phase.kind in (PhaseKind.SETUP, PhaseKind.START)
+    if world.target.facts and no_file and not phase.timed_out and first:
         raise _no_log(world, phase, out)
     return phase
-
-
-def _recover(
-    world: World, then_crash: Crash | None, limit: float, out: Path, keep: Keep | None, phases: list[Phase]
-) -> None:
-    """Resume until a resume ends by itself (crashing the first at ``then_crash``), then once again."""
-    config = world.scenario.start.then(world.scenario.change)
-    paused = phases[-1] if phases[-1].frozen is not None else None  # a second writer resumes meanwhile
-    sid = session_id(phases[-1].log_after)
-    if sid is None:
-        return  # the header cannot be read: nothing can be resumed (the prefix check says why)
-    argv = world.argv(world.target.resume, config, session_id=sid)
-    crash, index = then_crash, 1
-    while True:
-        phase = Phase(PhaseKind.RESUME, argv, crash, index)
-        waits = paused is not None and paused.frozen is not None
-        _phase(world, phase, config, limit, out, keep, paused=paused if waits else None, phases=phases)
-        phases.append(phase)
-        if phase.timed_out:
-            return
-        if not (crash and phase.reached):
-            break
-        crash, index = None, index + 1
-    if paused is not None and paused.frozen is not None:  # the second writer ended by itself
-        phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
-    phases.append(_phase(world, Phase(PhaseKind.AGAIN, argv), config, limit, out, keep))
 
 
 SESSION = "chaos-session"  # the thread (session) id a framework agent is started and resumed with
@@ -167,34 +141,15 @@ def _approved(world: World, template: list[str], config: Configuration, **values
     return [*chain, *argv, THEN, *approve]
 
 
-def _store_cycle(world: World, store: Store, out: Path, keep: Keep | None, phases: list[Phase]) -> None:
-    """A framework agent's cycle: started (under a session id chaos gives it), crashed at a commit or in
-    flight, and, if the crash landed, resumed until a resume ends by itself (crashing the first at
-    ``then_crash``); then resumed once more. A run that was not crashed is not resumed but that once."""
-    scenario, target, limit = world.scenario, world.target, world.scenario.timeout
-
-    def run(phase: Phase, config: Configuration) -> Phase:
-        phases.append(execute_phase(world, phase, config, limit, out, keep))
-        return phase
-
-    argv = _approved(world, target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
-    start = run(Phase(PhaseKind.START, argv, scenario.crash), scenario.start)
-    config = scenario.start.then(scenario.change)
-    resume = _approved(
-        world, target.resume, config, session_id=store.session_id(start.store_files) or SESSION
-    )
-    if scenario.crash is not None and start.reached:  # killed, or gone on through the world's fault
-        crash, index = scenario.then_crash, 1
-        while not phases[-1].timed_out:
-            phase = run(Phase(PhaseKind.RESUME, resume, crash, index), config)
-            if not (crash and phase.reached):
-                break
-            crash, index = None, index + 1
-    if not phases[-1].timed_out:
-        run(Phase(PhaseKind.AGAIN, resume), config)
+def _session(world: World, phase: Phase) -> str | None:
+    """The id a resume names the run by: the one the agent wrote in its session log's header (None: it
+    cannot be read, and there is nothing to resume), else the one its store chose, else chaos's."""
+    if world.target.facts:
+        return session_id(phase.log_after)
+    return world.store.session_id(phase.store_files) or SESSION
 
 
-def _log_cycle(
+def _cycle(
     world: World,
     out: Path,
     keep: Keep | None,
@@ -202,26 +157,50 @@ def _log_cycle(
     phases: list[Phase],
     timings: dict[str, float],
 ) -> tuple[dict[str, Any] | None, Scenario]:
-    """A session-log agent's cycle: (a compaction scenario's clean setup run,) the start, crashed at its
-    boundary, then recovered (``_recover``). Returns the planner's current configuration under the
-    resume's configuration, and the scenario as judged (a pause that let the agent go on leaves no crash)."""
-    scenario = world.scenario
-    limit = world.phase_limit
-    argv = world.argv(world.target.start, scenario.start, prompt=scenario.prompt)
+    """The cycle of every target: (a compaction scenario's clean setup run,) the start, crashed at its
+    boundary (or paused there for a person), then resumed until a resume ends by itself (crashing the first
+    at ``then_crash``; a second writer resumes meanwhile while a paused one holds the session), then resumed
+    once more. Returns the planner's current configuration under the resume's configuration (a store with
+    the contract's facts), and the scenario as judged (a pause that let the agent go on leaves no crash)."""
+    scenario, target, limit = world.scenario, world.target, world.phase_limit
+    argv = _approved(world, target.start, scenario.start, prompt=scenario.prompt, session_id=SESSION)
     if scenario.operation == "compaction":
-        assert world.target.compact is not None  # a case that needs compaction is skipped without it
+        assert target.compact is not None  # a case that needs compaction is skipped without it
         setup = _phase(world, Phase(PhaseKind.SETUP, argv), scenario.start, limit, out, keep)
         phases.append(setup)
-        argv = world.argv(world.target.compact, scenario.start, session_id=session_id(setup.log_after) or "")
+        argv = world.argv(target.compact, scenario.start, session_id=_session(world, setup) or "")
     start = Phase(PhaseKind.START, argv, scenario.crash)
     _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
     phases.append(start)
-    resume_config = scenario.start.then(scenario.change)
-    with timed(timings, "configuration"):
-        current = current_of(world, resume_config, start.log_after) if start.log_after else None
-    if not start.timed_out:
-        _recover(world, scenario.then_crash, limit, out, keep, phases)
-    return current, (scenario.with_crash(None) if start.continued else scenario)
+    config = scenario.start.then(scenario.change)
+    current = None
+    if target.facts and start.log_after:
+        with timed(timings, "configuration"):
+            current = current_of(world, config, start.log_after)
+    judged = scenario.with_crash(None) if start.continued else scenario
+    # A session log's contract resumes every run it started (a finished one must append nothing); a store
+    # is resumed where a crash left it, and the finished run's store once more.
+    crashed = scenario.crash is not None and start.reached
+    sid = _session(world, start)
+    if start.timed_out or sid is None:
+        return current, judged  # (an unreadable header: the prefix check says why)
+    resume = _approved(world, target.resume, config, session_id=sid)
+    paused = start if start.frozen is not None else None  # a second writer resumes meanwhile
+    crash, index = scenario.then_crash, 1
+    while crashed or target.facts:
+        phase = Phase(PhaseKind.RESUME, resume, crash, index)
+        waits = paused is not None and paused.frozen is not None
+        _phase(world, phase, config, limit, out, keep, paused=paused if waits else None, phases=phases)
+        phases.append(phase)
+        if phase.timed_out:
+            return current, judged
+        if not (crash and phase.reached):
+            break
+        crash, index = None, index + 1
+    if paused is not None and paused.frozen is not None:  # the second writer ended by itself
+        phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
+    phases.append(_phase(world, Phase(PhaseKind.AGAIN, resume), config, limit, out, keep))
+    return current, judged
 
 
 def drive_cycle(
@@ -242,12 +221,7 @@ def drive_cycle(
         world.starts = warm
     phases: list[Phase] = []
     try:
-        current: dict[str, Any] | None = None
-        judged = scenario
-        if world.store is not None:
-            _store_cycle(world, world.store, out, keep, phases)
-        else:
-            current, judged = _log_cycle(world, out, keep, pause, phases, timings)
+        current, judged = _cycle(world, out, keep, pause, phases, timings)
         return Evidence(
             judged,
             target,

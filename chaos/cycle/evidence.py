@@ -47,9 +47,9 @@ class Evidence:
     clean: Evidence | None = None
 
     @property
-    def on_store(self) -> bool:
-        """Judged on a framework's store (its adapter's ``View``), not on a session log."""
-        return self.target.store is not None
+    def facts(self) -> bool:
+        """Judged on the session contract's facts in its store (else on its adapter's ``View`` alone)."""
+        return self.target.facts
 
     @property
     def view(self) -> View:

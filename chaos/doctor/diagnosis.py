@@ -204,7 +204,7 @@ def _with_starts(diagnosis: Diagnosis, tried: list[Verdict], timeout: float) -> 
     cold, target, starts = tried[0], diagnosis.target, Starts()
 
     def warm(pool: WarmStarts, where: Path) -> Verdict:
-        clean = cold.evidence.clean if cold.evidence.on_store else None
+        clean = cold.evidence.clean if not cold.evidence.facts else None
         return run_case(cold.scenario, target, folder=where, timeout=timeout, clean=clean, warm=pool)
 
     try:
@@ -270,7 +270,6 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
     tools of its own), one turn run to its end and the same turn crashed with its model request in
     flight, then resumed."""
     spec = target.store
-    assert spec is not None
     runs = Concern(f"the start and resume commands run, and the agent keeps its store at {spec.path}", True)
     exits = Concern("exit codes mean what [exit] says", True)
     answer = Concern("the run, and its resume after a crash, end with the answer in the store", False)
@@ -309,7 +308,6 @@ def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concer
                 "which [exit] does not name" + (f"; it said: {said}" if said else "")
             )
     start, spec = verdict.evidence.start.view_after or View(), verdict.target.store
-    assert spec is not None
     if start.unreadable:
         runs.problems.append(f"{name}: the store cannot be read: {start.unreadable}")
     elif not verdict.evidence.start.killed and not start.started:

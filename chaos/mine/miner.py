@@ -42,7 +42,7 @@ class Miner:
     def mine(self, verdict: Verdict) -> list[str]:
         """Mine the crash prefixes of one finished case (its start's, and its crashed recovery's)."""
         evidence, scenario = verdict.evidence, verdict.scenario
-        if evidence.on_store:
+        if not evidence.facts:
             return self._mine_store(verdict)
         prefixes = [(evidence.prefix, scenario.crash)]
         if scenario.then_crash is not None and evidence.recoveries and evidence.recoveries[0].reached:
@@ -60,7 +60,6 @@ class Miner:
         """A framework agent's crash prefixes: the store's files as each crash left them (the start's, and
         a recovery's crashed again), each with what its adapter reads of them."""
         spec, evidence, names = verdict.target.store, verdict.evidence, []
-        assert spec is not None
         for phase in evidence.phases:
             if phase.crash is None or not phase.killed or phase.view_after is None:
                 continue

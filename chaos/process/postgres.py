@@ -322,7 +322,7 @@ class Server:
 def serve_database(world: World) -> None:
     """Start the world's PostgreSQL server where its target's store lives on one."""
     store = world.store
-    if store is None or store.server != "postgres":
+    if store.server != "postgres":
         return
     if importlib.util.find_spec("psycopg") is None:
         raise TargetUnusable(

@@ -201,7 +201,7 @@ def phase_steps(
         raise UsageError(refused)
     workspace = world.box.workspace
     found: dict[str, bytes] = {}
-    if store is not None and spec is not None:
+    if not spec.facts:  # judged by what its adapter reads: its files, before and after
         found = store.snapshot(workspace, spec.path, spec.state)
         phase.view_before = store.read(found)
     else:
@@ -220,7 +220,7 @@ def phase_steps(
             fault is not None and fault.cuts_to_synced,
             spec.state,
         )
-        if store is not None and spec is not None
+        if not spec.facts
         else None
     )
     traps = (
@@ -236,7 +236,7 @@ def phase_steps(
             log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace), world.log_glob
         )
     abort = world.target.capabilities.abort or "SIGINT"
-    log = lambda: str(world.log_path() or "") if store is None else ""  # noqa: E731
+    log = lambda: str(world.log_path() or "") if spec.facts else ""  # noqa: E731
     stopper = Stopper(
         trigger,
         crash,
@@ -303,7 +303,7 @@ def phase_steps(
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
             phase.kill = proc.reap()
         cut = fault is not None and fault.cuts_to_synced and stopper.stopped
-        if store is not None and spec is not None and commits is not None:
+        if commits is not None:
             if cut:
                 _power_cut(
                     workspace, store.snapshot(workspace, spec.path, spec.state), commits.durable_files(found)

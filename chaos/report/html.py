@@ -46,7 +46,7 @@ def view_of(verdict: Verdict) -> CaseView:
     """What the report shows of a case: the crash prefix's timeline with the kill point, and what
     recovery appended (rendered from the evidence in memory, kept in the journal)."""
     evidence = verdict.evidence
-    if evidence.on_store:  # a framework's store: what its adapter reads of the crash copy, and at the end
+    if not evidence.facts:  # a framework's store: what its adapter reads of the crash copy, and at the end
         held = (evidence.start.view_after or View()).lines()
         text = "\n".join([*held, *([KILL] if verdict.scenario.crash else [])])
         kept = set(held)

@@ -91,7 +91,13 @@ SEMANTICS = ("at-most-once", "at-least-once")
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """A framework agent's durable store (``[store]``), and what recovery must guarantee of effects.
+    """The agent's durable store, and what recovery must guarantee of effects. Every target has one: a
+    framework agent's ``[store]`` table, else the session log its ``sessions`` glob names.
+
+    ``facts``: the store holds the session contract's facts (a target without ``[store]``): the planner
+    reads the agent's configuration in it, a crash lands at a fact, a person may pause the writer there
+    and a second writer may share it. A store without them is judged by what its adapter reads
+    (``chaos.store.View``), as the framework promises it.
 
     ``at-most-once`` (the default, what a non-idempotent tool needs): an effect
     runs once or not at all, whatever crashes. ``at-least-once``: an effect may
@@ -103,6 +109,7 @@ class StoreSpec:
     path: str  # the store's main file, a glob relative to the workspace
     semantics: str = "at-most-once"
     state: str | None = None  # where a run parked for approval saves itself (a glob), read with the store
+    facts: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,11 +133,11 @@ class Target:
     exit_codes: dict[str, int]
     configuration_command: list[str] | None  # None: derive from the log and ``tools``
     tools: list[ToolDeclaration]
+    store: StoreSpec  # its ``[store]``, else its session log (``sessions``): judged on the contract's facts
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
     approve: list[str] | None = None  # approves a run of {session_id} that exited parked (a person, later)
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
     capabilities: Capabilities = Capabilities()
-    store: StoreSpec | None = None  # a framework agent: judged on its store (chaos.store), not a session log
     fixtures: Path | None = None  # where its sweeps mine crash prefixes by default (``fixtures = "DIR"``)
     request_deadline: float | None = None  # the agent's own deadline for one model answer, in seconds
     takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
@@ -158,16 +165,22 @@ class Target:
         return None
 
     @property
+    def facts(self) -> bool:
+        """Its store holds the session contract's facts (``StoreSpec.facts``)."""
+        return self.store.facts
+
+    @property
     def own_tools(self) -> bool:
-        """A framework agent (a ``[store]``): its tools, and the effects they perform, are its own code, not
-        declared in the target file nor performed by a workspace file."""
-        return self.store is not None
+        """Its tools, and the effects they perform, are its own code (a framework agent), not declared in
+        the target file nor performed by a workspace file: an agent that keeps no contract facts declares
+        no contract tools."""
+        return not self.facts
 
     @property
     def default_scenarios(self) -> Path | None:
         """What a sweep of this target runs when given no scenario: the bundled framework worlds for a
         framework agent (None: ``./scenarios``, else the bundled contract scenarios)."""
-        return frameworks_folder() if self.store is not None else None
+        return None if self.facts else frameworks_folder()
 
     @property
     def reference(self) -> str:
@@ -225,11 +238,11 @@ def load_target(path: Path) -> Target:
     resume = top.strings("resume")
     compact = top.strings("compact", None)
     approve = top.strings("approve", None)
-    store = _store(top)
-    if store is not None and store_named(store.kind).server == "postgres":
+    declared = _store(top)
+    if declared is not None and store_named(declared.kind).server == "postgres":
         common.add("postgres_url")
     for key, argv, extra in (
-        ("start", start, {"prompt", "session_id"} if store else {"prompt"}),
+        ("start", start, {"prompt", "session_id"} if declared else {"prompt"}),
         ("resume", resume, {"session_id"}),
         ("compact", compact or ["-"], {"session_id"}),
         ("approve", approve or ["-"], {"session_id"}),
@@ -244,7 +257,7 @@ def load_target(path: Path) -> Target:
     problem = cwd_problem(Path(fill(cwd, dict.fromkeys(common, "x") | {"workspace": str(sample)})), sample)
     if problem:
         top.fail("cwd", f"{cwd!r} {problem}; use {{workspace}} or a folder inside it")
-    sessions = top.take("sessions", str, store.path if store else MISSING)
+    sessions = top.take("sessions", str, declared.path if declared else MISSING)
     if sessions.startswith("/") or ".." in Path(sessions).parts:
         top.fail("sessions", "must be a glob relative to the workspace, e.g. .tiny-agent/sessions/*.jsonl")
     env_table = top.table("env")
@@ -258,16 +271,16 @@ def load_target(path: Path) -> Target:
     codes_table = top.table("exit", required=True)
     codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}
     if approve is not None:  # a run that parks for approval exits so, and the approve command goes on
-        if store is None:
+        if declared is None:
             top.fail("approve", "a run approved by a separate command is judged on its [store]: declare one")
         codes["parked"] = codes_table.take("parked", int)
     codes_table.done(GUIDE)
     if len(set(codes.values())) != len(codes):
         codes_table.fail(None, "each outcome needs its own exit status")
-    config = top.table("configuration", required=store is None)
+    config = top.table("configuration", required=declared is None)
     command = config.strings("command", None)
     derive = config.take("derive", bool, False)
-    if (command is None) == (not derive) and store is None:
+    if (command is None) == (not derive) and declared is None:
         config.fail(
             "command", "give either command = [...] (prints the current configuration) or derive = true"
         )
@@ -309,7 +322,7 @@ def load_target(path: Path) -> Target:
         approve=approve,
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
         capabilities=capabilities,
-        store=store,
+        store=declared or StoreSpec("session-log", sessions, facts=True),
         fixtures=_fixtures(top, path),
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
@@ -438,7 +451,7 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
 
 def fault_unavailable(target: Target, fault: Fault) -> str | None:
     """Why ``fault`` can land nowhere on ``target`` (the fault says so itself), or None when it can."""
-    if target.store is None:
+    if target.facts:
         why = fault.unavailable_on_log()
         return None if why is None else f"{why} (target {target.name} keeps a session log)"
     commit = store_named(target.store.kind).commit
@@ -453,18 +466,18 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
     """Why ``scenario``'s crashes cannot land on ``target``: a store boundary (a commit) needs a target
     with a ``[store]``, and a framework's store has none of a session log's facts (nor a person's pause
     at a boundary, ``paused``, yet)."""
-    if paused and target.store is not None:
+    if paused and not target.facts:
         return f"--pause is not available for a framework's store ({target.name}) yet"
     for crash in (scenario.crash, scenario.then_crash):
         if crash is None:
             continue
         boundary = crash.boundary
-        if boundary.in_store and target.store is None:
+        if boundary.in_store and target.facts:
             return (
                 f"{boundary} is a commit of a framework's store, and the target {target.name} has no [store] "
                 "table; crash a session-log agent at a fact (toolStarted, entry:tool, ...)"
             )
-        if target.store is not None and not (boundary.in_store or boundary.in_flight):
+        if not target.facts and not (boundary.in_store or boundary.in_flight):
             return (
                 f"{boundary} is a fact of a session log, and the target {target.name} is judged on its "
                 f"{target.store.kind} store; crash it at commit, call-durable[tool=NAME], "

@@ -95,7 +95,7 @@ class Sweep:
                 )
 
             verdict = run(warm, folder)
-            if case.crash is None and verdict.evidence.on_store:
+            if case.crash is None and not verdict.evidence.facts:
                 self.cleans[case.scenario.name] = verdict.evidence
             if case.crash is None and warm is None:
                 choice = self.starts.choose(

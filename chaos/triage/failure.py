@@ -285,7 +285,7 @@ def failure_of(verdict: Verdict) -> Failure | None:
     about = first.id in _ABOUT_PLANS
     diverged = divergence(verdict.evidence, first.id, first.expected, first.got) if about else None
     if diverged is None and first.cause:
-        diverged = Divergence(None, first.cause, ["cause", first.cause], not verdict.evidence.on_store)
+        diverged = Divergence(None, first.cause, ["cause", first.cause], verdict.evidence.facts)
     return Failure(first.id, diverged, where)
 
 

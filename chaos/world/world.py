@@ -42,9 +42,6 @@ class World:
     # what a power cut would keep of the log now (a phase with such a fault sets it): requests are
     # judged against that, not against bytes a power cut would lose
     durable_limit: Callable[[], int] | None = None
-    # a framework agent's store (its target's ``[store]``): what it makes durable is read through this
-    # adapter, at the commits of its files; None for a session-log agent, read through the contract
-    store: Store | None = None
     # how its phases' processes start: a ``chaos.process.warm.WarmStarts`` (forks of a warm interpreter,
     # where a sweep chose them), or None (each a new process)
     starts: Any = None
@@ -61,6 +58,11 @@ class World:
     database_url: str = ""
     relay: Relay | None = None
     restart_database: Callable[[], None] | None = None
+
+    @property
+    def store(self) -> Store:
+        """The adapter of the target's store: what it makes durable, read at the commits of its files."""
+        return store_named(self.target.store.kind)
 
     @property
     def log_glob(self) -> str:
@@ -176,12 +178,10 @@ def build_world(scenario: Scenario, target: Target, extra_env: dict[str, str]) -
             )
     register_env(extra_env)  # --target-env values are passed on, never written (chaos.secrets)
     box = make_sandbox(scenario.files)
-    store = store_named(target.store.kind) if target.store is not None else None
     world = World(scenario, target, box, ModelServer(scenario.turns, protocol=target.protocol), extra_env)
-    world.store = store
-    # A real provider gives fresh call ids; a framework agent keeps no session log to read attempts from.
-    world.server.fresh_ids = store is not None
-    world.server.attempt_of = world.open_attempt if store is None else None
+    # A real provider gives fresh call ids; a store without the contract's facts has no attempts to read.
+    world.server.fresh_ids = not target.facts
+    world.server.attempt_of = world.open_attempt if target.facts else None
     problem = cwd_problem(world.cwd, box.workspace)
     if problem:
         world.close()
