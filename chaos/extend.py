@@ -85,7 +85,7 @@ from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
-from chaos.fault.base import Failing, Injection, Landing, Trap
+from chaos.fault.base import Failing, Injection, Landing, Trap, WorldServers
 from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
@@ -116,5 +116,6 @@ __all__ = [
     "Store",
     "Trap",
     "View",
+    "WorldServers",
     "register",
 ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
@@ -75,16 +76,12 @@ class Stop(Protocol):
     def land(self) -> None:
         """The fault lands now, past its boundary: the facts committed meanwhile are its own (counted)."""
 
-    def restart_tools(self) -> None:
-        """The world's MCP server restarts, losing the call it holds; the process goes on."""
+    @property
+    def world(self) -> WorldServers:
+        """The world's servers, as a fault may fail them."""
 
-    def spoil_answer(self, how: str) -> None:
-        """The world's MCP server spoils the answer of the call it holds (``error``, ``cut``,
-        ``session-lost``); the process goes on."""
-
-    def restart_database(self) -> None:
-        """The world's database server crashes (the commit it holds is made, its answer lost) and restarts;
-        the process goes on."""
+    def let_go(self) -> None:
+        """The world lets the boundary it holds go on (the held request answered, the gate opened)."""
 
     def log_path(self) -> str:
         """The session log's path now ("" before it exists, or for a store)."""
@@ -109,6 +106,24 @@ class Stop(Protocol):
 
     def drop_unsynced(self) -> None:
         """The kernel dropped the log's dirty pages: nothing unsynced counts from here."""
+
+
+class WorldServers(Protocol):
+    """The world's servers as a fault may fail them while they serve the case: each handle is None where
+    the world runs no such server (the fault then says why it cannot land)."""
+
+    @property
+    def restart_tools(self) -> Callable[[], None] | None:
+        """The MCP server (over HTTP) restarts, losing the call it holds and every session."""
+
+    @property
+    def spoil_tool_answer(self) -> Callable[[str], None] | None:
+        """The MCP server answers the call it holds badly once it has run (``error``, ``cut``,
+        ``session-lost``)."""
+
+    @property
+    def restart_database(self) -> Callable[[], None] | None:
+        """The database server crashes (the commit it holds is made, its answer lost) and restarts."""
 
 
 class FactWatch(Protocol):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from chaos.errors import UsageError
 from chaos.fault.base import Fault, Stop
 
 EFFECT_BOUNDARIES = ("effect-running", "effect-done")
@@ -43,7 +44,10 @@ class McpRestart(McpFault):
     summary = "the MCP server restarts while it holds a call: the answer and the session are lost, the agent goes on"
 
     def stop(self, stop: Stop) -> None:
-        stop.restart_tools()
+        restart = stop.world.restart_tools
+        if restart is None:
+            raise UsageError('mcp-restart: this world serves no MCP server over HTTP (mcp = "http")')
+        restart()
 
 
 class McpSpoil(McpFault):
@@ -52,7 +56,11 @@ class McpSpoil(McpFault):
     spoil: ClassVar[str]
 
     def stop(self, stop: Stop) -> None:
-        stop.spoil_answer(self.spoil)
+        spoil = stop.world.spoil_tool_answer
+        if spoil is None:
+            raise UsageError(f"{self.name}: this world serves no tools over MCP (the target declares no mcp)")
+        spoil(self.spoil)
+        stop.let_go()
 
 
 class McpSessionLost(McpSpoil):

@@ -13,6 +13,7 @@ store, ``chaos.store.postgres``).
 
 from __future__ import annotations
 
+from chaos.errors import UsageError
 from chaos.fault.base import Fault, Stop
 from chaos.store import known, store_named
 
@@ -36,4 +37,9 @@ class PostgresCrash(Fault):
         return f"the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = {kinds})"
 
     def stop(self, stop: Stop) -> None:
-        stop.restart_database()
+        restart = stop.world.restart_database
+        if restart is None:
+            raise UsageError(
+                "postgres-crash: this world runs no database server (the target's store is not on one)"
+            )
+        restart()

@@ -238,6 +238,7 @@ def phase_steps(
     abort = world.target.capabilities.abort or "SIGINT"
     log = lambda: str(world.log_path() or "") if spec.facts else ""  # noqa: E731
     stopper = Stopper(
+        world,
         trigger,
         crash,
         log,
@@ -246,7 +247,6 @@ def phase_steps(
         durability,
         commits,
         phase.view_before,
-        world.restart_database,
     )
     if world.relay is not None and commits is not None:
         world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire

@@ -134,6 +134,7 @@ class Stopper:
 
     def __init__(
         self,
+        world: World,
         trigger: Trigger | None,
         crash: Crash | None,
         log: Callable[[], str],
@@ -142,7 +143,6 @@ class Stopper:
         durability: Durability | None = None,
         commits: Commits | None = None,
         base: View | None = None,
-        database: Callable[[], None] | None = None,
     ) -> None:
         self.trigger, self.pause, self.durability = trigger, pause, durability
         # A framework's store: its commits seen at the traps, the boundary among them (a commit, a call or
@@ -153,7 +153,7 @@ class Stopper:
             boundary if commits is not None and boundary is not None and boundary.in_store else None
         )
         self.base = base or View()
-        self.database = database  # crashes and restarts the world's database server (postgres-crash)
+        self._world = world  # its servers, as a fault may fail them (``chaos.fault.WorldServers``)
         self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
         self.begun_at_stop = 0
         self.fault = crash.kind if crash is not None else FAULTS["kill"]
@@ -197,31 +197,13 @@ class Stopper:
     def go_on(self) -> None:
         """The process goes on: the world's fault (armed before the phase) does the rest."""
 
-    def restart_tools(self) -> None:
-        """The world's MCP server restarts (it was holding the call at its gate); the process goes on."""
-        assert self.trigger is not None
-        restart = self.trigger.world.restart_tools
-        if restart is None:
-            raise UsageError('mcp-restart: this world serves no MCP server over HTTP (mcp = "http")')
-        restart()
+    @property
+    def world(self) -> World:
+        return self._world
 
-    def spoil_answer(self, how: str) -> None:
-        """The world's MCP server answers the call it holds ``how`` (it reads that once the call has run),
-        and the call goes on."""
-        trigger = self.trigger
-        assert trigger is not None
-        if trigger.world.target.mcp is None:
-            raise UsageError(f"mcp-{how}: this world serves no tools over MCP (the target declares no mcp)")
-        trigger.world.box.spoil(how)
-        trigger.disarm()
-
-    def restart_database(self) -> None:
-        """The world's database server crashes at the commit whose answer the relay holds, and restarts."""
-        if self.database is None:
-            raise UsageError(
-                "postgres-crash: this world runs no database server (the target's store is not on one)"
-            )
-        self.database()
+    def let_go(self) -> None:
+        if self.trigger is not None:
+            self.trigger.disarm()
 
     @property
     def exact(self) -> bool:

@@ -40,7 +40,7 @@ BLOCKED_REASONS = (
 )
 FINISH = ("stop", "tool_calls", "length")
 OPERATIONS = ("run", "compaction")
-NEEDS = ("abort", "streaming", "compaction")  # and tool:NAME
+NEEDS = ("abort", "streaming", "compaction", "mcp-tools")  # and tool:NAME
 # What a power cut keeps of a file created since its directory was last synced: nothing (posix: its
 # directory entry is not durable), or the entry with the file's synced data (ext4's ordered journal).
 PERSISTENCE = ("posix", "ext4-ordered")
@@ -336,7 +336,7 @@ class Scenario:
     target: str = "reference"
     operation: str = "run"  # or "compaction": run the prompt to its end, then crash the target's compact
     timeout: float = 60.0  # seconds per phase
-    requires: tuple[str, ...] = ()  # beyond the contract: abort, streaming, compaction, tool:NAME
+    requires: tuple[str, ...] = ()  # beyond the contract: abort, streaming, compaction, mcp-tools, tool:NAME
     persistence: str = "posix"  # what a power cut keeps of a new file's directory entry (or ext4-ordered)
     # seconds each commit of a framework's store takes (a slow disk, held at the tracer): a framework
     # that writes its store beside its work, not before it, shows the difference only then

@@ -65,6 +65,12 @@ class World:
         return store_named(self.target.store.kind)
 
     @property
+    def spoil_tool_answer(self) -> Callable[[str], None] | None:
+        """Its MCP server answers the call it holds badly (``chaos.fault.WorldServers``), where it serves
+        the target's tools."""
+        return self.box.spoil if self.target.mcp is not None else None
+
+    @property
     def log_glob(self) -> str:
         return str(self.box.workspace / self.target.sessions)
 
