@@ -340,6 +340,28 @@ def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
 
+@dbos
+def test_a_store_whose_commits_chaos_never_saw_is_no_pass(tmp_path: Path) -> None:
+    """DBOS on its system database in SQLite's default rollback journal (DELETE): the run commits, the
+    tracer sees no WAL frame, and no crash can land at a commit. The case is unusable input (exit 2) naming
+    the journal mode, never a pass; a [store] path naming another file says so too. In WAL mode the same
+    case runs and passes."""
+    from chaos.errors import UsageError
+
+    bundled = (REPO / "targets" / "dbos.toml").read_text()
+    journal = tmp_path / "journal.toml"
+    journal.write_text(bundled.replace('"--db", "dbos.sqlite"', '"--db", "dbos.sqlite", "--journal", "delete"'))
+    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    with pytest.raises(UsageError, match=r"left \d+ item\(s\) in its dbos store .* saw none of its commits"):
+        api.run(running, journal, results=tmp_path / "journal")
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text(bundled.replace('path = "dbos.sqlite"', 'path = "other.sqlite"'))
+    with pytest.raises(UsageError, match=r"left nothing chaos reads at \[store\] path = 'other.sqlite'"):
+        api.run(running, elsewhere, results=tmp_path / "elsewhere")
+    assert main(["run", str(ONE), "--target", str(journal), "--results", str(tmp_path / "cli")]) == 2
+    assert api.run(running, "dbos", results=tmp_path / "wal").ok
+
+
 @langgraph
 def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     """A graph that parks for approval (``interrupt()``) exits parked; the target's approve command, run

@@ -16,9 +16,11 @@ from chaos.cycle.drive import Pause, drive_cycle, said_last
 from chaos.cycle.evidence import Evidence, timed
 from chaos.errors import Skipped, UsageError
 from chaos.ledger import LedgerError
+from chaos.process.phase import Phase
 from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target, store_mismatch, unmet
+from chaos.store import store_named
 from chaos.world.protocols import PROTOCOLS
 
 # Another judge of the same evidence (``--oracle``): its checks join the verdict before it is saved.
@@ -74,7 +76,7 @@ def run_case(
             if unended is not None:
                 raise UsageError(f"{scenario.path or scenario.name}: {unended}")
         evidence.clean = clean
-        idle = exercised_nothing(scenario, evidence.clean)
+        idle = exercised_nothing(scenario, evidence.clean) or commits_unseen(evidence.clean)
         if idle is not None:
             raise UsageError(f"{scenario.path or scenario.name}: {idle}")
     with timed(evidence.timings, "record"):
@@ -137,6 +139,44 @@ def exercised_nothing(scenario: Scenario, clean: Evidence) -> str | None:
         + ": the agent has no such tool, or its tools report no effect to chaos (chaos.ledger.effect(NAME, ..., "
         "call_id=...)); script the agent's own tools, or add that line to them"
     )
+
+
+def commits_unseen(clean: Evidence) -> str | None:
+    """Why no crash of a framework agent's case can land at a commit of its store, or None: its
+    uninterrupted run left its store holding something, and the tracer, following every process, saw
+    none of its commits (a SQLite database in a journal mode other than the one its adapter's commits are
+    seen in, a ``[store] path`` naming another file). Every case would crash in flight only, and judge a
+    store whose commits it never saw: not a pass."""
+    phases = clean.phases
+    seen = [p.commits for p in phases]
+    if None in seen or sum(c or 0 for c in seen) > 0:
+        return None  # (None: untraced, the tracer unavailable; it says so where a commit is asked for)
+    held = next((p.view_after for p in reversed(phases) if p.view_after and _grew(p)), None)
+    spec = clean.target.store
+    if held is None:
+        return (
+            f"the uninterrupted run against {clean.target.name} left nothing chaos reads at [store] path = "
+            f"{spec.path!r} (kind {spec.kind}), and no commit of it was seen: point path at the file the "
+            "agent's store is kept in (relative to the workspace)"
+        )
+    commit = store_named(spec.kind).commit
+    how = {
+        "sqlite-wal": "as WAL frames, in a SQLite database in WAL mode (PRAGMA journal_mode=WAL); a "
+        "database in SQLite's default rollback journal (DELETE) commits where chaos does not see it yet",
+        "line": "as a write that ends a line of its file",
+        "wire": "as the server's answer to a commit, on the world's relay",
+    }.get(commit, f"as {commit}")
+    return (
+        f"the uninterrupted run against {clean.target.name} left {held.items} item(s) in its {spec.kind} "
+        f"store at {spec.path!r}, and chaos saw none of its commits; it sees them {how}: put the store in "
+        "that mode, or no crash can land at a commit and the case would judge a store it never saw commit"
+    )
+
+
+def _grew(phase: Phase) -> bool:
+    """The phase left its store holding what it did not find there (a seeded store is no commit)."""
+    before, after = phase.view_before, phase.view_after
+    return after is not None and after.items > (before.items if before is not None else 0)
 
 
 def _offered(clean: Evidence) -> list[dict[str, Any]]:

@@ -50,6 +50,12 @@ def main(argv: list[str]) -> int:
     options = parser(
         "dbos_driver", "chaos.bundled.targets.frameworks.dbos_app:agent", "dbos.sqlite", "--workflow"
     )
+    options.add_argument(
+        "--journal",
+        default="wal",
+        choices=("wal", "delete"),
+        help="the SQLite system database's journal mode (delete is SQLite's default and DBOS's)",
+    )
     args = options.parse_args(argv)
     workflow = load(args.app, args.db)
     on_server = args.db.startswith(("postgresql://", "postgres://"))
@@ -57,7 +63,7 @@ def main(argv: list[str]) -> int:
         url = args.db  # a PostgreSQL system database (DBOS makes its schema, dbos, itself)
     else:
         with sqlite3.connect(args.db) as connection:
-            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"PRAGMA journal_mode={args.journal.upper()}")
         url = f"sqlite:///{args.db}"
     _launched({"name": "chaos-agent", "system_database_url": url}, on_server)
     try:
