@@ -350,7 +350,9 @@ def test_a_store_whose_commits_chaos_never_saw_is_no_pass(tmp_path: Path) -> Non
 
     bundled = (REPO / "targets" / "dbos.toml").read_text()
     journal = tmp_path / "journal.toml"
-    journal.write_text(bundled.replace('"--db", "dbos.sqlite"', '"--db", "dbos.sqlite", "--journal", "delete"'))
+    journal.write_text(
+        bundled.replace('"--db", "dbos.sqlite"', '"--db", "dbos.sqlite", "--journal", "delete"')
+    )
     running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
     with pytest.raises(UsageError, match=r"left \d+ item\(s\) in its dbos store .* saw none of its commits"):
         api.run(running, journal, results=tmp_path / "journal")

@@ -25,6 +25,7 @@ from chaos.process.services import open_world
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target, load_target
+from chaos.world import MCP_TOOLS
 from chaos.world.world import World
 
 _ROOT, _URL = "\u241fchaos-sandbox\u241f", "\u241fchaos-model-url\u241f"
@@ -125,11 +126,13 @@ def _over_mcp(name: str) -> bool:
 
 def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
     """The target's declared tools, as its configuration says. A framework agent's tools are its code:
-    unless it declares some, those the bundled framework worlds of its kind call (``deploy``; ``bash``
-    for one whose tools are on the world's MCP server)."""
+    unless it declares some, those the world's MCP server serves where its tools are there, else those
+    the bundled framework worlds of its kind call (``deploy``)."""
+    if target.own_tools and target.mcp is not None:
+        return sorted(MCP_TOOLS)
     if target.own_tools and not target.tools:
         worlds = [load_scenario(p) for p in scenario_files([target.default_scenarios or frameworks_folder()])]
-        alike = [w for w in worlds if _over_mcp(w.target) == (target.mcp is not None)]
+        alike = [w for w in worlds if not _over_mcp(w.target)]
         return sorted({c["name"] for world in alike for t in world.turns for c in t.tool_calls})
     if target.configuration_command is None:
         return [t.name for t in target.tools]

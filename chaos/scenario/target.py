@@ -441,8 +441,8 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     if target.mcp is not None and importlib.util.find_spec("mcp") is None:
         return f"{scenario.name} needs the MCP SDK for {target.name}'s tools (pip install 'chaos[mcp]')"
     for need in scenario.needs():
-        if need.startswith("tool:") and target.own_tools:
-            continue  # a framework agent's tools are its own code, not declared in its target file
+        if need.startswith("tool:") and target.own_tools and target.mcp is None:
+            continue  # a framework agent's tools are its own code (unless they are the world's MCP server's)
         why = target.capabilities.lacks(need, tools() if need.startswith("tool:") else [])
         if why:
             return f"{scenario.name} needs {why}"
