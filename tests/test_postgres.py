@@ -50,7 +50,7 @@ def _usable() -> str | None:
         import langgraph.checkpoint.postgres  # noqa: F401
         import psycopg  # noqa: F401
     except ImportError as err:
-        return f"pip install 'chaos[postgres]' ({err})"
+        return f"pip install 'durable-chaos[postgres]' ({err})"
     return None
 
 

@@ -38,7 +38,7 @@ def serve_tools(world: World) -> None:
     if missing:
         raise TargetUnusable(
             f"{world.target.path}: mcp = {world.target.mcp!r}: the world serves its tools with the MCP SDK, "
-            f"and {', '.join(missing)} is not installed here; install it with: pip install 'chaos[mcp]'"
+            f"and {', '.join(missing)} is not installed here; install it with: pip install 'durable-chaos[mcp]'"
         )
     if world.target.mcp != "http":
         return

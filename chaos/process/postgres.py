@@ -327,7 +327,7 @@ def serve_database(world: World) -> None:
     if importlib.util.find_spec("psycopg") is None:
         raise TargetUnusable(
             f"{world.target.path}: [store] kind = {store.name!r} is read from a PostgreSQL server with psycopg, "
-            "which is not installed here; install it with: pip install 'chaos[postgres]'"
+            "which is not installed here; install it with: pip install 'durable-chaos[postgres]'"
         )
     server = Server(world)
     world.closers.append(server.close)

@@ -13,7 +13,7 @@ answers one. The run's input is the workflow's arguments, its answer the
 workflow's output once it succeeded. Values are decoded as DBOS wrote them:
 portable JSON, or pickle restricted to plain values (a pickled class of the
 app's own is not decoded: chaos says it cannot see it). Needs the database in
-WAL mode (the bundled driver sets it). ``pip install 'chaos[dbos]'``.
+WAL mode (the bundled driver sets it). ``pip install 'durable-chaos[dbos]'``.
 """
 
 from __future__ import annotations

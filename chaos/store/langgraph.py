@@ -15,7 +15,7 @@ chaos decodes checkpoints itself (``chaos.store.inert``): LangGraph's msgpack
 and LangChain's JSON, objects of LangChain's and LangGraph's modules and the
 standard library's plain types as records, nothing imported; any other type,
 a pickle, or a serializer of the app's own makes chaos blind (exit 2, naming
-it). Needs ``pip install 'chaos[langgraph]'`` (ormsgpack comes with it).
+it). Needs ``pip install 'durable-chaos[langgraph]'`` (ormsgpack comes with it).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Unix socket in it, the database ``DATABASE``. chaos reads it as the superuser
 ``USER`` with a password made for this chaos process (``PASSWORD``, in memory
 only); the agent connects as ``AGENT``, the database's owner and no superuser
 (no ``COPY ... TO PROGRAM``), with a password made for its case. Needs psycopg
-(``pip install 'chaos[postgres]'``).
+(``pip install 'durable-chaos[postgres]'``).
 """
 
 from __future__ import annotations

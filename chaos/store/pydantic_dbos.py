@@ -9,7 +9,7 @@ the tools of one answer being started in the answer's order, so the step numbere
 answers its k-th call, else that turn's first unanswered call of the tool's name). A tool that is no step
 records nothing: its output is never durable and recovery runs it again. DBOS pickles the response;
 chaos reads Pydantic AI's message classes from the pickle without importing them (``Pickled``), and a
-tool's output as plain values only. ``pip install 'chaos[pydantic-ai]'``.
+tool's output as plain values only. ``pip install 'durable-chaos[pydantic-ai]'``.
 """
 
 from __future__ import annotations
