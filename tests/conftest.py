@@ -45,7 +45,9 @@ def needs_modules(*modules: str) -> pytest.MarkDecorator:
     missing = [m for m in modules if not _importable(m)]
     if missing and os.environ.get("CHAOS_REQUIRE_FRAMEWORKS") == "1":
         pytest.fail(f"CHAOS_REQUIRE_FRAMEWORKS=1 but {', '.join(missing)} cannot be imported", pytrace=False)
-    return pytest.mark.skipif(bool(missing), reason=f"pip install 'durable-chaos[...]' for {', '.join(missing)}")
+    return pytest.mark.skipif(
+        bool(missing), reason=f"pip install 'durable-chaos[...]' for {', '.join(missing)}"
+    )
 
 
 MINED = REPO / "results" / "fixtures"

@@ -115,3 +115,16 @@ def test_the_github_matrix_covers_every_shard() -> None:
     workflow = _load(GITHUB)
     shards = workflow["jobs"]["sweep"]["strategy"]["matrix"]["shard"]
     assert shards == list(range(1, int(workflow["env"]["SHARDS"]) + 1))
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=["github", "gitlab"])
+def test_the_examples_install_chaos_by_its_own_distribution_name(path: Path) -> None:
+    """``chaos`` on the package index is another project's: an example that installs it installs their code.
+    The examples name the distribution the project builds (pyproject's name)."""
+    import tomllib
+
+    name = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    assert name != "chaos"
+    loaded = _load(path)
+    package = (loaded.get("env") or loaded.get("variables"))["CHAOS_PACKAGE"]
+    assert re.match(rf"{re.escape(name)}\b", package), package
