@@ -19,9 +19,9 @@ from chaos.case.record import log_file
 from chaos.case.result import CaseResult
 from chaos.cycle.evidence import Evidence
 from chaos.errors import SpecError, UsageError
-from chaos.process.phase import Phase, PhaseKind
+from chaos.process.phase import KEPT, Phase, PhaseKind
 from chaos.process.reap import KillReport
-from chaos.process.record import KEPT, PhaseResult
+from chaos.process.record import PhaseResult
 from chaos.scenario.files import load_scenario
 from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import load_target
@@ -61,7 +61,7 @@ def _phase(folder: Path, recorded: PhaseResult, previous: bytes, first_request: 
     phase.log_before = before.read_bytes() if before.is_file() else previous
     written = folder / f"{stem}.written.jsonl"
     phase.log_written = written.read_bytes() if written.is_file() else None
-    for name in (*KEPT, "seconds"):
+    for name in KEPT:
         setattr(phase, name, getattr(recorded, name))
     phase.kill = KillReport(recorded.signalled, recorded.escaped_group, recorded.survivors, recorded.outlived)
     phase.requests = (first_request, first_request + recorded.requests)

@@ -7,14 +7,14 @@ start, each resume, a paused writer let go on, the idempotence rerun), as data: 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
 from chaos.contract.framing import committed_length
 from chaos.contract.reading import appended_finishes
 from chaos.process.reap import KillReport
-from chaos.process.record import KEPT, PhaseResult
+from chaos.process.record import PhaseResult
 from chaos.process.tree import TracedProcess
 from chaos.scenario.model import Crash
 from chaos.store import View
@@ -123,7 +123,6 @@ class Phase:
         """What is kept of this phase once its process is gone."""
         return PhaseResult(
             name=self.name,
-            argv=self.argv,
             crash=str(self.crash) if self.crash else None,
             seconds=round(self.seconds, 3),
             signalled=self.kill.signalled,
@@ -136,6 +135,12 @@ class Phase:
             written=None if self.log_written is None else len(self.log_written),
             store_before=None if self.view_before is None else self.view_before.items,
             store_after=None if self.view_after is None else self.view_after.items,
-            commits=self.commits,
-            **{name: getattr(self, name) for name in KEPT},
+            **{name: getattr(self, name) for name in KEPT if name != "seconds"},
         )
+
+
+# The facts a phase's record keeps as the phase has them: the fields both declare, by the same name and
+# type (``chaos recheck`` sets them back from a stored record). No list is kept by hand: a field added to
+# both is recorded, and one the record keeps in its own form (a count of bytes for the log) is not.
+_TYPES = {f.name: f.type for f in fields(Phase)}
+KEPT = tuple(f.name for f in fields(PhaseResult) if _TYPES.get(f.name) == f.type)

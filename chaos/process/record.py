@@ -1,5 +1,6 @@
 """A phase as it is kept: the record a case's ``verdict.json`` and a sweep's journal hold of each process
-(``PhaseResult``), and the fields ``chaos recheck`` sets back from it (``KEPT``)."""
+(``PhaseResult``). A field it shares with ``chaos.process.phase.Phase`` by name and type is kept as the
+phase has it (``chaos recheck`` sets it back); the others are the record's own form of a fact."""
 
 from __future__ import annotations
 
@@ -69,30 +70,3 @@ def camel(name: str) -> str:
     """A field's name in the JSON files chaos writes (``timed_out`` -> ``timedOut``)."""
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
-
-
-# The fields a phase's result keeps as they are (``chaos recheck`` sets them back from a stored result).
-KEPT = (
-    "returncode",
-    "outcome",
-    "timed_out",
-    "reached",
-    "late_facts",
-    "exact",
-    "mechanism",
-    "torn",
-    "failed_calls",
-    "failed_at",
-    "warm",
-    "continued",
-    "waited",
-    "streams",
-    "effects",
-    "strays",
-    "durable",
-    "killed",
-    "wrote_early",
-    "ledger_before",
-    "synced_at_ledger",
-    "overtaken",
-)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
@@ -196,17 +197,19 @@ def known() -> list[str]:
 GROUP = "chaos.stores"
 BROKEN: dict[str, str] = {}  # an entry that failed to load -> why (said where a kind is unknown)
 _LOADED: list[bool] = []
+_LOADING = threading.RLock()  # a sweep's cases ask from several threads: none reads a half-filled registry
 
 
 def _load_plugins() -> None:
-    if _LOADED:
-        return
-    _LOADED.append(True)
-    for entry in entry_points(group=GROUP):
-        try:
-            entry.load()
-        except Exception as err:  # a user's adapter that does not import: said, never a traceback
-            BROKEN[entry.name] = f"{entry.value}: {type(err).__name__}: {err}"
+    with _LOADING:
+        if _LOADED:
+            return
+        for entry in entry_points(group=GROUP):
+            try:
+                entry.load()
+            except Exception as err:  # a user's adapter that does not import: said, never a traceback
+                BROKEN[entry.name] = f"{entry.value}: {type(err).__name__}: {err}"
+        _LOADED.append(True)
 
 
 def unknown_kind(kind: str) -> str:
