@@ -145,3 +145,22 @@ def test_the_pytest_plugin_is_built_on_the_public_api() -> None:
         m for m in _imports("chaos.pytest_plugin", MODULES["chaos.pytest_plugin"]) if m.startswith("chaos")
     }
     assert used <= {"chaos", "chaos.api", "chaos.extend"}, used
+
+
+def test_the_architecture_table_names_every_registered_store_and_fault() -> None:
+    """docs/internals.md's table is held to the registries: a built-in adapter or fault added without it
+    fails (the suite's own, registered from outside the package, are not chaos's)."""
+    from chaos.fault import FAULTS
+    from chaos.store import known, store_named
+
+    stores = {name for name in known() if type(store_named(name)).__module__.startswith("chaos.")}
+    faults = {name for name, fault in FAULTS.items() if type(fault).__module__.startswith("chaos.")}
+
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in (REPO / "docs" / "internals.md").read_text().splitlines()
+        if line.startswith("| ")
+    }
+    named = lambda row: set(re.findall(r"`([a-z-]+)`", rows[row]))  # noqa: E731
+    assert stores <= named("store"), stores - named("store")
+    assert faults <= named("fault"), faults - named("fault")
