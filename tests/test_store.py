@@ -35,6 +35,22 @@ def test_view_tells_orphans_and_duplicates() -> None:
     assert [o.call_id for o in view.orphan_outputs()] == ["z"]
 
 
+def test_every_target_has_a_store_and_only_a_session_log_without_store_holds_facts() -> None:
+    """One track: a target without ``[store]`` has the session log its ``sessions`` glob names, judged on
+    the contract's facts; the same agent with a ``[store]`` table of kind session-log is judged by the
+    adapter's view. Checks are chosen by what the store gives, never by which file the target came from."""
+    from chaos.check import CONCERNS
+    from chaos.scenario.target import find_target, load_target
+
+    reference = load_target(find_target("reference"))
+    assert (reference.store.kind, reference.store.path) == ("session-log", reference.sessions)
+    assert reference.facts and not reference.own_tools and reference.default_scenarios is None
+    viewed = load_target(REPO / "tests" / "targets" / "reference-store.toml")
+    assert viewed.store.kind == "session-log" and not viewed.facts and viewed.own_tools
+    reads = {concern.NEEDS for concern in CONCERNS}
+    assert reads == {"facts", "view", "world"}, reads
+
+
 def test_a_wal_commit_frame_is_told_from_the_others() -> None:
     assert commits_frame(b"\0\0\0\3\0\0\0\3" + b"\1" * 16)
     assert not commits_frame(b"\0\0\0\2\0\0\0\0" + b"\1" * 16)
