@@ -439,7 +439,9 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
     """Why ``scenario`` as it stands cannot run against ``target`` (a capability it needs and the target
     lacks), or None when it can. ``tools`` gives the target's declared tools, asked only when needed."""
     if target.mcp is not None and importlib.util.find_spec("mcp") is None:
-        return f"{scenario.name} needs the MCP SDK for {target.name}'s tools (pip install 'durable-chaos[mcp]')"
+        return (
+            f"{scenario.name} needs the MCP SDK for {target.name}'s tools (pip install 'durable-chaos[mcp]')"
+        )
     for need in scenario.needs():
         if need.startswith("tool:") and target.own_tools and target.mcp is None:
             continue  # a framework agent's tools are its own code (unless they are the world's MCP server's)
