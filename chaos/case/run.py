@@ -156,8 +156,8 @@ def commits_unseen(clean: Evidence) -> str | None:
     if held is None:
         return (
             f"the uninterrupted run against {clean.target.name} left nothing chaos reads at [store] path = "
-            f"{spec.path!r} (kind {spec.kind}), and no commit of it was seen: point path at the file the "
-            "agent's store is kept in (relative to the workspace)"
+            f"{spec.path!r} (kind {spec.kind}), and no commit of it was seen: point [store] path at the file "
+            "the agent writes (relative to the workspace)"
         )
     commit = store_named(spec.kind).commit
     how = {
