@@ -16,6 +16,9 @@ from typing import Any
 import orjson
 
 from chaos.bundled import frameworks_folder, targets_folder
+from chaos.bundled.targets.reference.tools import (  # type: ignore[import-not-found]
+    DEFINITIONS as MCP_DEFINITIONS,
+)
 from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
@@ -25,7 +28,6 @@ from chaos.process.services import open_world
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target, load_target
-from chaos.world import MCP_TOOLS
 from chaos.world.world import World
 
 _ROOT, _URL = "\u241fchaos-sandbox\u241f", "\u241fchaos-model-url\u241f"
@@ -129,7 +131,7 @@ def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
     unless it declares some, those the world's MCP server serves where its tools are there, else those
     the bundled framework worlds of its kind call (``deploy``)."""
     if target.own_tools and target.mcp is not None:
-        return sorted(MCP_TOOLS)
+        return sorted(MCP_DEFINITIONS)  # the workspace tools it serves (``chaos.world.mcp_server``)
     if target.own_tools and not target.tools:
         worlds = [load_scenario(p) for p in scenario_files([target.default_scenarios or frameworks_folder()])]
         alike = [w for w in worlds if not _over_mcp(w.target)]

@@ -153,7 +153,7 @@ class Stopper:
             boundary if commits is not None and boundary is not None and boundary.in_store else None
         )
         self.base = base or View()
-        self._world = world  # its servers, as a fault may fail them (``chaos.fault.WorldServers``)
+        self.world = world  # its servers, as a fault may fail them (``chaos.fault.WorldServers``)
         self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
         self.begun_at_stop = 0
         self.fault = crash.kind if crash is not None else FAULTS["kill"]
@@ -196,10 +196,6 @@ class Stopper:
 
     def go_on(self) -> None:
         """The process goes on: the world's fault (armed before the phase) does the rest."""
-
-    @property
-    def world(self) -> World:
-        return self._world
 
     def let_go(self) -> None:
         if self.trigger is not None:

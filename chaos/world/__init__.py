@@ -2,4 +2,3 @@
 ledger. (Nothing is imported here: the ledger helper runs inside every effect of an agent.)"""
 
 MCP_TOKEN_ENV = "CHAOS_MCP_TOKEN"  # the case's token, the first part of the MCP server's HTTP path
-MCP_TOOLS = ("bash", "edit", "read", "write")  # the workspace tools the world's MCP server serves
