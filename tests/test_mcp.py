@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from chaos import api
 from chaos.case.run import run_case
+from chaos.check import check_all
 from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
@@ -153,6 +155,24 @@ def test_a_framework_agent_meets_the_mcp_faults_too(fault: str, tmp_path: Path) 
     assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
     assert verdict.evidence.start.exact
     assert [e["effect"] for e in verdict.evidence.ledger if e["phase"] == "start"] == ["deploy"]
+    assert {"mcp-answer", "processes", "sandbox"} <= {c.id for c in verdict.checks if c.judged}
+
+
+@agents_sdk
+def test_a_framework_store_holding_an_answer_the_server_never_delivered_fails_mcp_answer(
+    tmp_path: Path,
+) -> None:
+    """The Agents SDK's session holds the bash call's output as the server's answer quoted in its parts:
+    judged and held. The same store against a ledger whose server cut that answer (never delivered whole)
+    holds a success the agent never read: fails. (No bundled framework invents one; the row rewrites
+    what the server said.)"""
+    scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-over-mcp.toml").with_crash(None)
+    verdict = run_case(scenario, load_target(REPO / "targets" / "openai-agents-mcp.toml"), {}, tmp_path)
+    (held,) = [c for c in verdict.checks if c.id == "mcp-answer"]
+    assert held.judged and held.ok, held.text()
+    cut = [{**e, "delivered": "cut"} if e["phase"] == "answer" else e for e in verdict.evidence.ledger]
+    (failed,) = [c for c in check_all(replace(verdict.evidence, ledger=cut)) if c.id == "mcp-answer"]
+    assert not failed.ok and "bash" in failed.got and "(cut)" in failed.got, failed.got
 
 
 @pytest.mark.parametrize("name", list(SPOILS))

@@ -12,10 +12,17 @@ the server's executions, not the agent's beliefs). Here, two promises only an MC
   whole (its text, or a cut of it): never a success the server did not report, or one the agent never
   read (an answer a fault spoiled: ``chaos.fault.mcp``). An error result is the agent's own to give (it
   may give up on a call whose answer is late, not knowing whether it ran), and so is a synthetic one.
+
+A framework agent's store (its ``View``) says no success or error of an output: it holds the text. An
+output that carries a success the server gave a call of its tool (the answer's text, as it is or as the
+framework quoted it) must carry the answer the server gave *that* call (its tool, its arguments) and
+delivered whole; any other output is the agent's own words. *Trust* is judged on a session log only: a
+framework declares no replay of its own (its reruns are ``effects-as-declared``'s, under its semantics).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -24,7 +31,7 @@ from chaos.check.effects import started
 from chaos.contract.reading import facts
 from chaos.cycle.evidence import Evidence
 
-NEEDS = "facts"  # the session contract's facts in its store (``chaos.check.check_all``)
+NEEDS = "world"  # the server's ledger, against what the agent made durable (its facts, or its view)
 CATALOG = {
     "mcp-trust": "an MCP tool was declared safe to replay only where the host trusts it",
     "mcp-answer": "each success the log records for an MCP call is an answer the server gave it",
@@ -106,7 +113,56 @@ def _answer(ev: Evidence) -> Check:
     )
 
 
+def _quotes(text: str, answer: str) -> bool:
+    """The output holds the server's answer: as it is, or quoted the way a framework keeps a tool's
+    content (a JSON string, or Python's repr of the parts: the OpenAI Agents SDK)."""
+    return answer in text or json.dumps(answer)[1:-1] in text or repr(answer)[1:-1] in text
+
+
+def _same_arguments(given: Any, arguments: str) -> bool:
+    try:
+        return bool(json.loads(arguments) == given)
+    except ValueError:
+        return True  # arguments the store keeps as no JSON: the tool's name decides
+
+
+def _answer_view(ev: Evidence) -> Check:
+    view = ev.view
+    calls = {c.id: c for c in view.calls}
+    answers = [e for e in ev.ledger if e["phase"] == "answer" and str(e["effect"]).startswith("mcp:")]
+    wrong = []
+    for output in view.outputs:
+        call = calls.get(output.call_id)
+        of_tool = [a for a in answers if call is not None and a["effect"] == f"mcp:{call.name}"]
+        if call is None or not any(
+            a["ok"] and a["result"] and _quotes(output.text, a["result"]) for a in of_tool
+        ):
+            continue  # the agent's own words (an error, a synthetic result), or no MCP tool's
+        given = [a for a in of_tool if _same_arguments(a.get("arguments"), call.arguments)]
+        if not any(
+            a["ok"] and a.get("delivered", "whole") == "whole" and _quotes(output.text, a["result"])
+            for a in given
+        ):
+            said = "; ".join(
+                f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r} ({a.get('delivered', 'whole')})"
+                for a in given
+            )
+            wrong.append(
+                f"{call.name} {call.id}: store holds a success {output.text[:60]!r}, server "
+                + (said or "never answered this call")
+            )
+    return Check(
+        "mcp-answer",
+        "each success the store records for an MCP call is an answer the server gave it",
+        not wrong,
+        "each success the server's answer to that call, delivered whole",
+        "; ".join(wrong) or "ok",
+    )
+
+
 def judge(ev: Evidence) -> list[Check]:
     if ev.target.mcp is None:
         return []
+    if not ev.facts:
+        return [_answer_view(ev)]
     return [_trust(ev), _answer(ev)]
