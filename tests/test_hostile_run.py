@@ -24,9 +24,9 @@ import pytest
 from chaos import api
 from chaos.cli import main
 from chaos.errors import Interrupted
-from chaos.process import contain
 from chaos.process.ptrace import default_signals
 from chaos.scenario import load_scenario
+from chaos.world import contain
 from tests.conftest import REPO, answer_json, needs_node, needs_ptrace
 
 pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it out)

@@ -25,14 +25,14 @@ import pytest
 
 from chaos import api
 from chaos.cli import main
-from chaos.process import postgres
 from chaos.process.ptrace import default_signals
-from chaos.process.services import open_world
 from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import load_target
 from chaos.store import store_named
 from chaos.store.postgres import server_dir
+from chaos.world import postgres
 from chaos.world.pgwire import Commits
+from chaos.world.services import open_world
 from tests.conftest import REPO, needs_modules, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"

@@ -17,12 +17,12 @@ import pytest
 
 from chaos.case.run import run_case
 from chaos.case.starts import Starts, _difference, facts_of
-from chaos.process.contain import start_alone
 from chaos.process.ptrace import default_signals
 from chaos.process.warm import Command, WarmStarts, command_of
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Crash
 from chaos.scenario.target import find_target, load_target
+from chaos.world.contain import start_alone
 from tests.conftest import REPO, needs_ptrace
 
 PY = sys.executable

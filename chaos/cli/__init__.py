@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM cleans up like Ctrl-C: no child left
     try:
-        from chaos.process.contain import remove_stale as remove_stale_cages
+        from chaos.world.contain import remove_stale as remove_stale_cages
         from chaos.world.sandbox import remove_stale
 
         remove_stale()
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"chaos: {err}", sys.stderr)
         return ExitCode.USAGE
     except (Interrupted, KeyboardInterrupt) as err:
-        from chaos.process.contain import kill_all
+        from chaos.world.contain import kill_all
 
         kill_all()
         say(

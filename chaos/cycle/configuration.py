@@ -23,11 +23,11 @@ from chaos.contract import Reducer
 from chaos.contract.framing import FramingError, committed_facts, parse_json
 from chaos.contract.shapes import current_configuration
 from chaos.errors import ConfigurationUnusable
-from chaos.process.contain import run_caged
-from chaos.process.services import open_world
 from chaos.scenario.files import load_scenario, scenario_files
 from chaos.scenario.model import Configuration, Scenario, Turn
 from chaos.scenario.target import Target, load_target
+from chaos.world.contain import run_caged
+from chaos.world.services import open_world
 from chaos.world.world import World
 
 _ROOT, _URL = "\u241fchaos-sandbox\u241f", "\u241fchaos-model-url\u241f"

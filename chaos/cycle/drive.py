@@ -27,10 +27,10 @@ from chaos.ledger import entries as read_ledger
 from chaos.process.approval import THEN
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, phase_steps
-from chaos.process.services import open_world
 from chaos.process.warm import WarmStarts
 from chaos.scenario.model import Configuration, Crash, Scenario
 from chaos.scenario.target import Target
+from chaos.world.services import open_world
 from chaos.world.world import World
 
 Keep = Callable[[Phase], None]

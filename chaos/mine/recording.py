@@ -12,11 +12,11 @@ from chaos.case.record import write
 from chaos.errors import InternalError
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import execute_phase
-from chaos.process.services import open_world
 from chaos.scenario.model import Expect, Scenario, Turn, WorkspaceFile
 from chaos.scenario.target import Target
 from chaos.secrets import scrub_file
 from chaos.world.recorder import Upstream
+from chaos.world.services import open_world
 
 
 @dataclass

@@ -33,9 +33,9 @@ from typing import Protocol
 
 from chaos.errors import TargetUnusable
 from chaos.process import ptrace
-from chaos.process.contain import Cage, start_alone
 from chaos.process.reap import KillReport, alive, signal_tree, wait_gone
 from chaos.process.warm import Child, Launch, WarmUnavailable
+from chaos.world.contain import Cage, start_alone
 
 GRACE = 1.0  # seconds a target's children get to end after the target exited by itself
 SWITCH_INTERVAL = 0.0005  # seconds a busy Python thread may hold the GIL while an agent waits at a trap
@@ -101,7 +101,7 @@ class TracedProcess:
         self._exited, self._gone = threading.Event(), threading.Event()
         self._policy, self._warm = policy, warm
         self.cold_because: str | None = None  # a warm start failed, and the process started cold
-        self.cage = Cage()  # every process of the tree, traced or not (chaos.process.contain)
+        self.cage = Cage()  # every process of the tree, traced or not (chaos.world.contain)
         policy.attach(self)
         started = threading.Event()
         args = (cwd, env, stdout, stderr, started)

@@ -282,7 +282,7 @@ def fork_difference(starts: WarmStarts, python: str, options: tuple[str, ...], f
     """How a fork of a warm interpreter started for one case differs from a cold start for another, as a
     process sees its environment (``PROBE``), or None. The two cases' time zones and homes differ, so a
     fork that kept the server's (or an earlier case's) shows it."""
-    from chaos.process.contain import start_alone
+    from chaos.world.contain import start_alone
 
     folder.mkdir(parents=True, exist_ok=True)
     path = os.environ.get("PATH", "")

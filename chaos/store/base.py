@@ -116,7 +116,7 @@ class Store(ABC):
     # "line" (a write that ends with a newline to the store's file), or "wire" (a server store: the answer
     # to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
-    # The database server the world runs for it ("postgres": ``chaos.process.postgres``), or None
+    # The database server the world runs for it ("postgres": ``chaos.world.postgres``), or None
     server: ClassVar[str | None] = None
     description: ClassVar[str]
 

@@ -1,4 +1,4 @@
-"""A store on a PostgreSQL server (the world's own, ``chaos.process.postgres``), read as a SQLite image.
+"""A store on a PostgreSQL server (the world's own, ``chaos.world.postgres``), read as a SQLite image.
 
 The server holds what the agent committed; chaos copies it at a moment (a
 commit the relay holds, an effect's start, a phase's end) in one read-only

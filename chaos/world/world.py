@@ -46,14 +46,14 @@ class World:
     # where a sweep chose them), or None (each a new process)
     starts: Any = None
     # where the world serves the target's tools over MCP: the URL of its Streamable HTTP server, once
-    # started (``chaos.process.mcp``; "" otherwise), and what stops that server when the world closes
+    # started (``chaos.world.mcp``; "" otherwise), and what stops that server when the world closes
     mcp_url: str = ""
     # signs the approval chain's ledger lines (``chaos.process.approval``): made here, given to the chain
     approval_key: str = field(default_factory=lambda: secrets.token_hex(16))
     closers: list[Callable[[], None]] = field(default_factory=list)
     restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
     settle_tools: Callable[[], None] | None = None  # waits for that server to answer the calls it took
-    # where a target's store lives on a PostgreSQL server (``chaos.process.postgres``): the URL the agent
+    # where a target's store lives on a PostgreSQL server (``chaos.world.postgres``): the URL the agent
     # connects to (``{postgres_url}``: the relay), the relay (it sees each commit), and a server crash
     database_url: str = ""
     relay: Relay | None = None

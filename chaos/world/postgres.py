@@ -9,7 +9,7 @@ hundredths of a second) and starts its own server on it, listening on a Unix
 socket in the sandbox only. Case by case nothing is shared: no database to
 clean, no connection of one case meeting the next; the server starts in well
 under a second (measured in the README). It runs in a cage of its own
-(``chaos.process.contain``), so it and every backend go with the world, and it
+(``chaos.world.contain``), so it and every backend go with the world, and it
 dies with chaos however chaos ends (the kernel's parent-death signal, see
 ``_Spawner``; the next chaos removes a sandbox and a cage left so, as it does
 for its own).
@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from chaos.errors import TargetUnusable
-from chaos.process.contain import Cage
 from chaos.store.postgres import AGENT, DATABASE, PASSWORD, PORT, USER, dsn, server_dir
+from chaos.world.contain import Cage
 from chaos.world.pgwire import Relay
 from chaos.world.sandbox import PREFIX, claim
 from chaos.world.world import World

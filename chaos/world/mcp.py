@@ -21,8 +21,8 @@ import time
 
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries
-from chaos.process.contain import Cage
 from chaos.world import MCP_TOKEN_ENV
+from chaos.world.contain import Cage
 from chaos.world.world import World
 
 STOP_WAIT = 5.0  # seconds a server has to end once asked
