@@ -63,7 +63,9 @@ def _phase(folder: Path, recorded: PhaseResult, previous: bytes, first_request: 
     phase.log_written = written.read_bytes() if written.is_file() else None
     for name in KEPT:
         setattr(phase, name, getattr(recorded, name))
-    phase.kill = KillReport(recorded.signalled, recorded.escaped_group, recorded.survivors, recorded.outlived)
+    phase.reaped = KillReport(
+        recorded.signalled, recorded.escaped_group, recorded.survivors, recorded.outlived
+    )
     phase.requests = (first_request, first_request + recorded.requests)
     return phase
 

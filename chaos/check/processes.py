@@ -20,7 +20,7 @@ CATALOG = {
 
 def judge(ev: Evidence) -> list[Check]:
     hung = [f"{p.name} after {p.seconds:.1f}s" for p in ev.phases if p.timed_out]
-    left = [f"{p.name}: {pid}" for p in ev.phases for pid in (*p.kill.outlived, *p.kill.survivors)]
+    left = [f"{p.name}: {pid}" for p in ev.phases for pid in (*p.reaped.outlived, *p.reaped.survivors)]
     strays = [f"{p.name}: {name}" for p in ev.phases for name in p.strays]
     return [
         Check(

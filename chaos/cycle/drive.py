@@ -236,6 +236,6 @@ def drive_cycle(
     finally:
         for phase in phases:  # a paused writer never outlives the cycle, whatever ended it
             if phase.frozen is not None:
-                phase.kill, phase.frozen = phase.frozen.reap(), None
+                phase.reaped, phase.frozen = phase.frozen.reap(), None
         with timed(timings, "teardown"):
             world.close()

@@ -60,7 +60,7 @@ class Phase:
     killed: bool = False  # chaos SIGKILLed it at its boundary (a crash, not an exit of its own)
     overtaken: bool | None = None  # overtaken: another commit came while the call was parked (False: none)
     mechanism: str | None = None  # how the stop was timed: ptrace, poll, or world (a held request or gate)
-    kill: KillReport = field(default_factory=KillReport)
+    reaped: KillReport = field(default_factory=KillReport)  # what reaping its tree found
     log_before: bytes = b""  # the log when the phase started
     log_after: bytes = b""  # the log the moment the process was gone
     requests: tuple[int, int] = (0, 0)  # the model server's requests [from, to) received during the phase
@@ -125,10 +125,10 @@ class Phase:
             name=self.name,
             crash=str(self.crash) if self.crash else None,
             seconds=round(self.seconds, 3),
-            signalled=self.kill.signalled,
-            escaped_group=self.kill.escaped_group,
-            outlived=self.kill.outlived,
-            survivors=self.kill.survivors,
+            signalled=self.reaped.signalled,
+            escaped_group=self.reaped.escaped_group,
+            outlived=self.reaped.outlived,
+            survivors=self.reaped.survivors,
             log_before=self.committed_before,
             log_after=len(self.log_after),
             requests=self.requests[1] - self.requests[0],

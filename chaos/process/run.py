@@ -104,7 +104,7 @@ def continue_phase(
                 raise Interrupted(f"interrupted during {phase.name}")
             exited = proc.wait(0.05)
     finally:
-        phase.kill = proc.reap()
+        phase.reaped = proc.reap()
         phase.log_after = world.log()
         if keep is not None:
             keep(phase)
@@ -301,7 +301,7 @@ def phase_steps(
         else:
             if exited and trigger is not None:
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
-            phase.kill = proc.reap()
+            phase.reaped = proc.reap()
         cut = fault is not None and fault.cuts_to_synced and stopper.stopped
         if commits is not None:
             if cut:

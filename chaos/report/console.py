@@ -28,8 +28,8 @@ def render(verdict: Verdict) -> str:
                 + (f" ({phase.mechanism})" if phase.reached else "")
                 + f", log {len(phase.log_after)} bytes"
                 + (
-                    f", {len(phase.kill.escaped_group)} process(es) had left its process group"
-                    if phase.kill.escaped_group
+                    f", {len(phase.reaped.escaped_group)} process(es) had left its process group"
+                    if phase.reaped.escaped_group
                     else ""
                 )
             )
