@@ -52,7 +52,7 @@ what it may do.
 
 ``Store``: what a framework agent has made durable
     A subclass of ``chaos.store.Store``: the files that make up the store
-    (``files``), how a commit shows at the tracer (``commit``: ``"sqlite-wal"``
+    (``files``), how a commit shows at the tracer (``commit``: ``"sqlite"``
     or ``"line"``), and ``read(files) -> View`` (durable tool calls, their
     outputs, the final answer, a count of items), pure over a copy of the
     files' bytes; registered with ``chaos.store.register`` under the name a

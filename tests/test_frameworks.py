@@ -341,11 +341,11 @@ def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
 
 
 @dbos
-def test_a_store_whose_commits_chaos_never_saw_is_no_pass(tmp_path: Path) -> None:
-    """DBOS on its system database in SQLite's default rollback journal (DELETE): the run commits, the
-    tracer sees no WAL frame, and no crash can land at a commit. The case is unusable input (exit 2) naming
-    the journal mode, never a pass; a [store] path naming another file says so too. In WAL mode the same
-    case runs and passes."""
+def test_a_store_in_the_rollback_journal_commits_where_chaos_sees_it(tmp_path: Path) -> None:
+    """DBOS on its system database in SQLite's default rollback journal (DELETE), which DBOS and ADK use
+    unless told otherwise: each commit ends the journal, the tracer sees it, and a kill lands at a commit
+    exactly, as in WAL mode. A [store] path naming another file sees no commit: exit 2 naming it, never
+    a pass."""
     from chaos.errors import UsageError
 
     bundled = (REPO / "targets" / "dbos.toml").read_text()
@@ -353,15 +353,18 @@ def test_a_store_whose_commits_chaos_never_saw_is_no_pass(tmp_path: Path) -> Non
     journal.write_text(
         bundled.replace('"--db", "dbos.sqlite"', '"--db", "dbos.sqlite", "--journal", "delete"')
     )
+    committed = api.load(ONE).with_crash(Crash(Boundary.parse("call-durable[tool=deploy]")))
+    verdict = api.run(committed, journal, results=tmp_path / "journal")
+    assert verdict.ok and verdict.evidence.start.exact and verdict.evidence.start.killed
+    assert verdict.evidence.start.commits and not any(
+        f.endswith("-wal") for f in verdict.evidence.start.store_files
+    )
     running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
-    with pytest.raises(UsageError, match=r"left \d+ item\(s\) in its dbos store .* saw none of its commits"):
-        api.run(running, journal, results=tmp_path / "journal")
     elsewhere = tmp_path / "elsewhere.toml"
     elsewhere.write_text(bundled.replace('path = "dbos.sqlite"', 'path = "other.sqlite"'))
     with pytest.raises(UsageError, match=r"left nothing chaos reads at \[store\] path = 'other.sqlite'"):
         api.run(running, elsewhere, results=tmp_path / "elsewhere")
-    assert main(["run", str(ONE), "--target", str(journal), "--results", str(tmp_path / "cli")]) == 2
-    assert api.run(running, "dbos", results=tmp_path / "wal").ok
+    assert main(["run", str(ONE), "--target", str(elsewhere), "--results", str(tmp_path / "cli")]) == 2
 
 
 @langgraph

@@ -161,8 +161,8 @@ def commits_unseen(clean: Evidence) -> str | None:
         )
     commit = store_named(spec.kind).commit
     how = {
-        "sqlite-wal": "as WAL frames, in a SQLite database in WAL mode (PRAGMA journal_mode=WAL); a "
-        "database in SQLite's default rollback journal (DELETE) commits where chaos does not see it yet",
+        "sqlite": "as a SQLite database's WAL commit frames or the end of its rollback journal (journal_mode "
+        "WAL, DELETE, TRUNCATE or PERSIST); in MEMORY or OFF mode no file shows a commit",
         "line": "as a write that ends a line of its file",
         "wire": "as the server's answer to a commit, on the world's relay",
     }.get(commit, f"as {commit}")

@@ -269,7 +269,7 @@ class Fault:
 
     on_stores: ClassVar[bool] = False  # lands on a framework agent's store too (``chaos.store``)
 
-    def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         """Why this fault cannot land on a framework agent judged on its store, or None when it can (each
         fault says so itself: a fault that needs a session log's facts, or its writes, cannot). ``commit``:
         how the store commits (``chaos.store.Store.commit``; "wire" for a store on a database server)."""

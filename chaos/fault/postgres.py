@@ -29,7 +29,7 @@ class PostgresCrash(Fault):
     enables = ("inputs-once", "effects-as-declared")
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
 
-    def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         return None if commit == "wire" else self.unavailable_on_log()
 
     def unavailable_on_log(self) -> str | None:

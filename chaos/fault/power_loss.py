@@ -21,7 +21,7 @@ class PowerLoss(Fault):
     def stop(self, stop: Stop) -> None:
         stop.kill()
 
-    def unavailable_on_store(self, commit: str = "sqlite-wal") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         if commit == "wire":
             return (
                 "a power cut of the agent's machine leaves a store on a database server as the server "

@@ -3,20 +3,25 @@
 The tracer needs no change: the traps that judge a session log's writes see a
 SQLite commit too (a store on a database server commits on the wire: the
 world's relay sees it, ``over_wire``, with the agent waiting for the answer).
-For a ``sqlite-wal`` store a commit is the write of a WAL
-frame whose header carries the database size (``chaos.store.sqlite``): the
-24-byte header, then its page; the commit is made when that page's write
-returns, and the agent is stopped right there. For a ``line`` store a commit is
-a write ending in a newline. Where the boundary is judged on what the store
-holds ("the commit that makes a deploy call durable"), the policy reads a copy
-of the store at every commit; a power cut's model keeps each file's bytes at
-its syncs, and only in a phase a power cut ends. At every write to the effect
-ledger it records which tool
-calls the store held durable then: an effect that starts before its call is
-durable is seen at the moment it starts, not guessed afterwards.
+For a ``sqlite`` store in WAL mode a commit is the write of a WAL frame whose
+header carries the database size (``chaos.store.sqlite``): the 24-byte header,
+then its page; the commit is made when that page's write returns, and the agent
+is stopped right there. In a rollback journal mode it is made when the journal
+stops being hot: its ``unlink`` (DELETE), its ``ftruncate`` to nothing
+(TRUNCATE) or the write that zeroes its header (PERSIST) returns. For a
+``line`` store a commit is a write ending in a newline. Where the boundary is
+judged on what the store holds ("the commit that makes a deploy call durable"),
+the policy reads a copy of the store at every commit. A power cut's model keeps
+each file's bytes at its syncs, and a file removed stays removed only once its
+directory was synced after (SQLite's own ``synchronous=EXTRA`` exists for that:
+in DELETE mode a power cut right after a commit may bring the journal back, and
+the commit is rolled back); only a phase a power cut ends needs it. At every
+write to the effect ledger it records which tool calls the store held durable
+then: an effect that starts before its call is durable is seen at the moment it
+starts, not guessed afterwards.
 
-Exactness is measured, not assumed: ``late`` counts commit frames any thread of
-the agent began after the kill was decided (0: an exact kill).
+Exactness is measured, not assumed: ``late`` counts commits any thread of the
+agent began after the kill was decided (0: an exact kill).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pathlib import Path
 from chaos.process import ptrace
 from chaos.scenario.model import Boundary
 from chaos.store import Store, View
-from chaos.store.sqlite import FRAME_HEADER, commits_frame
+from chaos.store.sqlite import FRAME_HEADER, JOURNAL_HEADER, commits_frame
 
 
 @dataclass
@@ -45,24 +50,40 @@ class Commits:
     power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
     state: str | None = None  # the target's ``[store] state``: a saved run state read with the store
     made: list[float] = field(default_factory=list)  # when each commit of the phase completed (epoch s)
-    begun: int = 0  # commit frames begun (their header written)
+    begun: int = 0  # commits begun (a commit frame's header written, a journal's end asked for)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
-    _pending: dict[int, str] = field(default_factory=dict)  # pid -> "header" | "page" | "line"
-    _committing: set[int] = field(default_factory=set)  # threads stopped at their commit frame's write
+    # pid -> the commit its trapped call completes when it returns: "header" (a WAL commit frame's header
+    # written: its page comes next), "page" | "line" (made when the write returns bytes), "ended" (the
+    # journal removed or cut: made when the call returns 0)
+    _pending: dict[int, str] = field(default_factory=dict)
+    _committing: set[int] = field(default_factory=set)  # threads stopped at their commit's call
     # A power cut's model, per file: each store file's bytes at the return of its last sync in the phase
     synced: dict[str, bytes] = field(default_factory=dict)
     _syncing: dict[int, str] = field(default_factory=dict)  # pid -> the file its fsync/fdatasync names
+    _removing: dict[int, str] = field(default_factory=dict)  # pid -> the store file its unlink names
+    unlinked: set[str] = field(default_factory=set)  # store files removed since their directory's last sync
+    gone: set[str] = field(default_factory=set)  # store files removed, and their directory synced after
 
-    def _mine(self, path: str) -> bool:
-        """A write to the store: its WAL (sqlite-wal) or its file (line)."""
+    def _role(self, path: str) -> tuple[str, str] | None:
+        """Which of the store's files ``path`` is ("main", "wal", "journal", or "line" for a line store),
+        with its name relative to the workspace; None for any other file."""
         if self.store.commit == "wire" or not path.startswith(str(self.workspace) + os.sep):
-            return False  # (a server store's commits are the relay's to see)
+            return None  # (a server store's commits are the relay's to see)
         relative = os.path.relpath(path, self.workspace)
-        if self.store.commit == "sqlite-wal":
-            if not relative.endswith("-wal"):
-                return False
-            relative = relative[: -len("-wal")]
-        return fnmatch.fnmatch(relative, self.path)
+        if self.store.commit != "sqlite":
+            return ("line", relative) if fnmatch.fnmatch(relative, self.path) else None
+        for side, role in (("-wal", "wal"), ("-journal", "journal")):
+            if relative.endswith(side) and fnmatch.fnmatch(relative[: -len(side)], self.path):
+                return role, relative
+        return ("main", relative) if fnmatch.fnmatch(relative, self.path) else None
+
+    def _begins(self, pid: int, state: str) -> bool:
+        """``pid``'s trapped call completes a commit when it returns: stop it then (and hold it there on a
+        slow disk)."""
+        self._pending[pid] = state
+        self.begun += 1
+        self._committing.add(pid)
+        return True
 
     def committing(self, pid: int) -> bool:
         """``pid`` is stopped at its commit frame's write (asked once: a slow disk holds it there)."""
@@ -92,22 +113,30 @@ class Commits:
         self._made()
 
     def _synced(self, path: str | None) -> None:
-        """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is."""
+        """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is;
+        a synced directory makes the removals in it durable."""
         if not self.power_cut:
             return
+        for name in [n for n in self.unlinked if path in (None, os.path.dirname(self.workspace / n))]:
+            self.unlinked.discard(name)
+            self.gone.add(name)
+            self.synced.pop(name, None)
         for file in self.store.files(self.workspace, self.path, self.state):
             if path is None or str(file) == path:
                 try:
-                    self.synced[str(file.relative_to(self.workspace))] = file.read_bytes()
+                    name = str(file.relative_to(self.workspace))
+                    self.synced[name] = file.read_bytes()
+                    self.gone.discard(name)
                 except FileNotFoundError:
                     continue
 
     def durable_files(self, before: dict[str, bytes]) -> dict[str, bytes]:
         """What a power cut now would leave of the store: each file as of its last sync in the phase, else
-        as the phase found it (``before``); a file the phase created and never synced is gone. Each file
-        is judged on its own syncs: a WAL checkpoint overwrites database pages in place, so a byte prefix
-        of one log (a session log's model) does not describe a database."""
-        return {**before, **self.synced}
+        as the phase found it (``before``); a file the phase created and never synced is gone, and so is
+        one it removed and then synced its directory; one removed without that comes back. Each file is
+        judged on its own syncs: a WAL checkpoint overwrites database pages in place, so a byte prefix of
+        one log (a session log's model) does not describe a database."""
+        return {name: data for name, data in {**before, **self.synced}.items() if name not in self.gone}
 
     def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
         """At a trap, with the process stopped: (ask for a stop when the call returns, a commit was just
@@ -121,23 +150,31 @@ class Commits:
                 self._synced(None if tag == ptrace.ALL else path)
             return False, False
         if tag == ptrace.AFTER:
-            state = self._pending.pop(pid, None)
-            if state in ("page", "line") and ptrace.call_result(pid) > 0:
-                self._made()
-                return False, True
-            return False, False
+            return False, self._returned(pid, ptrace.call_result(pid))
+        if tag == ptrace.UNLINK:
+            return self._unlinking(pid, ptrace.unlinked_path(pid)), False
+        if tag == ptrace.TRUNCATE:
+            path, length = ptrace.truncated_file(pid)
+            role = self._role(path)
+            return bool(role and role[0] == "journal" and length == 0 and self._begins(pid, "ended")), False
         if tag not in (ptrace.WRITE, ptrace.WRITEV):
             return False, False
         _, path, count = ptrace.call_file(pid)
         if path == self.ledger:
             self.at_ledger.append(sorted(self.view().call_ids))
             return False, False
-        if not self._mine(path):
+        role = self._role(path)
+        if role is None:
             return False, False
-        if self.store.commit == "line":
+        if role[0] == "line":
             if ptrace.written_bytes(pid, count)[-1:] == b"\n":
                 self._pending[pid] = "line"
                 return True, False
+            return False, False
+        if role[0] == "journal":  # PERSIST mode commits by zeroing the journal's header
+            zeroed = count == JOURNAL_HEADER and not any(ptrace.written_bytes(pid, count))
+            return zeroed and self._begins(pid, "page"), False
+        if role[0] != "wal":
             return False, False
         if count == FRAME_HEADER and commits_frame(ptrace.written_bytes(pid, FRAME_HEADER)):
             self._pending[pid] = "header"
@@ -147,6 +184,25 @@ class Commits:
             self._committing.add(pid)
             return True, False
         return False, False
+
+    def _unlinking(self, pid: int, path: str) -> bool:
+        """An ``unlink`` of one of the store's files: a removal to follow, and a journal's the commit."""
+        role = self._role(path)
+        if role is None:
+            return False
+        self._removing[pid] = role[1]
+        return self._begins(pid, "ended") if role[0] == "journal" else True
+
+    def _returned(self, pid: int, result: int) -> bool:
+        """The trapped call returned ``result``: whether it made a commit."""
+        removed = self._removing.pop(pid, None)
+        if removed is not None and result == 0:
+            self.unlinked.add(removed)
+        state = self._pending.pop(pid, None)
+        made = result == 0 if state == "ended" else state in ("page", "line") and result > 0
+        if made:
+            self._made()
+        return made
 
 
 def _count(boundary: Boundary, view: View, base: View) -> int:

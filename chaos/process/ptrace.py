@@ -4,7 +4,8 @@ Watching the log and then sending SIGKILL lands late: by the time the poll sees
 transaction *k*, the agent may have written *k+1* and started a tool. Instead
 the target runs under ``ptrace`` with a seccomp filter that traps only the
 system calls that can make or follow a durable write (``write`` family at
-entry, ``fsync``/``fdatasync`` at exit, process creation and ``exit_group``).
+entry, ``fsync``/``fdatasync`` at exit, ``unlink`` and ``ftruncate``, with which
+a SQLite rollback journal commits, process creation and ``exit_group``).
 At each trap the trapping process is stopped, the log is judged, and the
 kill (or a pause) happens before the next byte is written. The target needs no
 cooperation: a Go or Node agent is stopped the same way.
@@ -40,7 +41,8 @@ WALL, WNOTHREAD = 0x40000000, 0x20000000
 # Seccomp return data, telling which kind of call trapped; AFTER marks a syscall-exit stop we asked for.
 # SYNC: fsync/fdatasync of one file; RANGE: sync_file_range; ALL: sync/syncfs. Each is judged when it
 # returns (SYNC_ENTRY is its entry, where its arguments can still be read on every architecture).
-WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY = 1, 2, 3, 4, 5, 6, 7, 8
+# UNLINK and TRUNCATE: a file removed or cut (unlink/unlinkat, ftruncate): SQLite's rollback journal commits so.
+WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY, UNLINK, TRUNCATE = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 SYNCS = (SYNC, RANGE, ALL)
 PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 
@@ -50,14 +52,17 @@ SYSCALLS = {
     "x86_64": (
         0xC000003E,
         {1: WRITE, 18: WRITE, 20: WRITEV, 296: WRITEV, 328: WRITEV, 74: SYNC, 75: SYNC, 277: RANGE}
-        | {162: ALL, 306: ALL, 231: EXIT},
+        | {162: ALL, 306: ALL, 231: EXIT, 87: UNLINK, 263: UNLINK, 77: TRUNCATE},
     ),
     "aarch64": (
         0xC00000B7,
         {64: WRITE, 66: WRITEV, 68: WRITE, 70: WRITEV, 287: WRITEV, 82: SYNC, 83: SYNC, 84: RANGE}
-        | {81: ALL, 267: ALL, 94: EXIT},
+        | {81: ALL, 267: ALL, 94: EXIT, 35: UNLINK, 46: TRUNCATE},
     ),
 }
+UNLINKAT = {"x86_64": 263, "aarch64": 35}  # unlinkat(dirfd, path, flags); x86_64's unlink(path) has no dirfd
+NUMBER = {"x86_64": 15, "aarch64": 8}  # the register slot of the call's number at its entry (orig_rax; x8)
+AT_FDCWD = -100
 
 ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
 BUFFER = {"x86_64": 13, "aarch64": 1}  # the register slot of the second argument (a write's buffer)
@@ -297,7 +302,11 @@ def written_bytes(pid: int, count: int) -> bytes:
     """At a WRITE trap: the first ``count`` bytes the call is about to write (read from the tracee's
     memory, which the tracer may read while the tracee is stopped)."""
     assert _SECCOMP is not None
-    address = _SECCOMP.registers(pid)[BUFFER[platform.machine()]]
+    return _memory(pid, _SECCOMP.registers(pid)[BUFFER[platform.machine()]], count)
+
+
+def _memory(pid: int, address: int, count: int) -> bytes:
+    """``count`` bytes of the stopped tracee's memory at ``address`` (as many as are readable)."""
     try:
         with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
             memory.seek(address)
@@ -306,14 +315,42 @@ def written_bytes(pid: int, count: int) -> bytes:
         return b""
 
 
+def unlinked_path(pid: int) -> str:
+    """At an UNLINK trap: the absolute path of the file being removed ("" where it cannot be read)."""
+    assert _SECCOMP is not None
+    machine = platform.machine()
+    regs = _SECCOMP.registers(pid)
+    fd_slot, _ = ARGS[machine]
+    at = regs[NUMBER[machine]] == UNLINKAT[machine]
+    address = regs[BUFFER[machine]] if at else regs[fd_slot]
+    name = _memory(pid, address, os.pathconf("/", "PC_PATH_MAX")).split(b"\0", 1)[0]
+    if not name:
+        return ""
+    path = os.fsdecode(name)
+    if os.path.isabs(path):
+        return path
+    dirfd = ctypes.c_int(regs[fd_slot] & 0xFFFFFFFF).value if at else AT_FDCWD
+    try:
+        base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}")
+    except OSError:
+        return ""
+    return os.path.join(base, path)
+
+
+def truncated_file(pid: int) -> tuple[str, int]:
+    """At a TRUNCATE trap: the path of the file being cut and the length it is cut to."""
+    assert _SECCOMP is not None
+    _, path, _ = call_file(pid)
+    return path, ctypes.c_long(_SECCOMP.registers(pid)[BUFFER[platform.machine()]]).value
+
+
 def call_result(pid: int) -> int:
     """At a call's exit: its return value (negative: an error)."""
     assert _SECCOMP is not None
     return ctypes.c_long(_SECCOMP.registers(pid)[RESULT[platform.machine()]]).value
 
 
-SYSCALL_NUMBER = {"x86_64": 15}  # orig_rax in NT_PRSTATUS; aarch64 sets it through NT_ARM_SYSTEM_CALL
-NT_ARM_SYSTEM_CALL = 0x404
+NT_ARM_SYSTEM_CALL = 0x404  # how aarch64 sets a call's number (x86_64: orig_rax in NT_PRSTATUS)
 
 
 def fail_call(pid: int, errno: int) -> None:
@@ -323,8 +360,8 @@ def fail_call(pid: int, errno: int) -> None:
     assert _SECCOMP is not None
     machine = platform.machine()
     regs = _SECCOMP.registers(pid)
-    if machine in SYSCALL_NUMBER:
-        regs[SYSCALL_NUMBER[machine]] = ctypes.c_ulong(-1).value
+    if machine == "x86_64":
+        regs[NUMBER[machine]] = ctypes.c_ulong(-1).value
     else:
         number = ctypes.c_int(-1)
         iov = (ctypes.c_void_p * 2)(ctypes.addressof(number), ctypes.sizeof(number))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from chaos.store.base import Call, Output, Store, View, matches, oversized, register, text_of
+from chaos.store.base import Call, Output, Store, View, beside, matches, oversized, register, text_of
 from chaos.store.inert import Blind, json_value
 from chaos.store.sqlite import main_file, opened_copy, rows, tables, unreadable
 
@@ -23,9 +23,9 @@ RUN_STATE = ".run-state.json"
 
 def _is_state(name: str, data: bytes) -> bool:
     """A saved run state among the store's files: a JSON object, not the SQLite database (whose file may
-    still be empty) nor its write-ahead log (the conventional ``NAME.run-state.json``, or wherever the
+    still be empty) nor its write-ahead log or journal (the conventional ``NAME.run-state.json``, or wherever the
     target's ``[store] state`` says)."""
-    return not name.endswith("-wal") and data.lstrip()[:1] == b"{"
+    return not beside(name) and data.lstrip()[:1] == b"{"
 
 
 def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
@@ -42,7 +42,7 @@ def _waiting(files: dict[str, bytes]) -> tuple[str, ...]:
 
 class AgentsSessionStore(Store):
     name = "openai-agents"
-    commit = "sqlite-wal"
+    commit = "sqlite"
     description = "the OpenAI Agents SDK's SQLiteSession (agent_messages), and a saved RunState"
 
     reads_state = True
@@ -51,7 +51,7 @@ class AgentsSessionStore(Store):
         found = super().files(workspace, path)
         if state is not None:  # where the target says a parked run saves itself
             return found + matches(workspace, state)
-        states = [Path(f"{f}{RUN_STATE}") for f in found if not str(f).endswith("-wal")]
+        states = [Path(f"{f}{RUN_STATE}") for f in found if not beside(str(f))]
         return found + [s for s in states if s.is_file()]
 
     def read(self, files: dict[str, bytes]) -> View:

@@ -112,9 +112,10 @@ class Store(ABC):
     relative to the workspace; ``files`` are every file that makes up its durable state there."""
 
     name: ClassVar[str]
-    # How a commit shows at the tracer: "sqlite-wal" (the write that completes a WAL commit frame) or
-    # "line" (a write that ends with a newline to the store's file), or "wire" (a server store: the answer
-    # to a commit, seen by the world's relay, ``chaos.world.pgwire``).
+    # How a commit shows at the tracer: "sqlite" (a SQLite database in any journal mode that keeps a file:
+    # the write that completes a WAL commit frame, or the rollback journal deleted, truncated or its header
+    # zeroed), "line" (a write that ends with a newline to the store's file), or "wire" (a server store:
+    # the answer to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
     # The database server the world runs for it ("postgres": ``chaos.world.postgres``), or None
     server: ClassVar[str | None] = None
@@ -124,9 +125,11 @@ class Store(ABC):
     reads_state: ClassVar[bool] = False
 
     def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
-        """The files that hold the store now (the main file's matches and, for SQLite, their WAL)."""
+        """The files that hold the store now: the main file's matches and, for SQLite, what it keeps beside
+        each (its WAL, or its rollback journal: a hot journal after a crash is part of the state)."""
         found = matches(workspace, path)
-        return [f for main in found for f in (main, Path(f"{main}-wal")) if f.is_file()]
+        sides = SQLITE_SIDES if self.commit == "sqlite" else ()
+        return [f for main in found for f in (main, *(Path(f"{main}{s}") for s in sides)) if f.is_file()]
 
     def snapshot(self, workspace: Path, path: str, state: str | None = None) -> dict[str, bytes]:
         """A copy of the store's files (``state``: the glob of a saved run state the target names), by
@@ -155,6 +158,12 @@ class Store(ABC):
 
 
 MAX_FILE = 256 * 1024 * 1024  # bytes of one store file chaos copies and reads
+SQLITE_SIDES = ("-wal", "-journal")  # what SQLite keeps beside a database: its WAL, its rollback journal
+
+
+def beside(name: str) -> bool:
+    """A SQLite database's side file (its WAL or rollback journal), not a database of its own."""
+    return name.endswith(SQLITE_SIDES)
 
 
 def matches(workspace: Path, pattern: str) -> list[Path]:

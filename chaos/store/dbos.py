@@ -12,8 +12,8 @@ calls, a tool step's tool message (``{"role": "tool", "tool_call_id", "content"}
 answers one. The run's input is the workflow's arguments, its answer the
 workflow's output once it succeeded. Values are decoded as DBOS wrote them:
 portable JSON, or pickle restricted to plain values (a pickled class of the
-app's own is not decoded: chaos says it cannot see it). Needs the database in
-WAL mode (the bundled driver sets it). ``pip install 'durable-chaos[dbos]'``.
+app's own is not decoded: chaos says it cannot see it). In WAL mode (the bundled driver sets it) or in
+DBOS's default rollback journal. ``pip install 'durable-chaos[dbos]'``.
 """
 
 from __future__ import annotations

@@ -26,9 +26,6 @@ class SessionLog(Store):
     commit = "line"
     description = "the session contract's JSONL log (tiny-agent), read by chaos's reducer"
 
-    def files(self, workspace: Any, path: str, state: str | None = None) -> list[Any]:
-        return [f for f in super().files(workspace, path) if not str(f).endswith("-wal")]
-
     def session_id(self, files: dict[str, bytes]) -> str | None:
         """The id in the log's header (the agent chose it)."""
         return next((found for name in sorted(files) if (found := session_id(files[name]))), None)

@@ -1,12 +1,16 @@
-"""Reading a copy of a SQLite database in WAL mode, and telling a commit from the writes around it.
+"""Reading a copy of a SQLite database, and telling a commit from the writes around it.
 
-Both framework stores run SQLite in WAL mode. A transaction is a run of frames
-appended to ``NAME.db-wal`` (a 24-byte frame header, then a page); its last
-frame's header carries the database size after the commit (bytes 4..8, zero in
-every other frame). After a SIGKILL the commit point is the completed write of
-that last frame's page: readers recover every frame up to the last valid
-commit frame. A copy of the database file and its WAL, opened elsewhere, reads
-exactly what a recovering process would (SQLite replays the WAL on open).
+In WAL mode a transaction is a run of frames appended to ``NAME.db-wal`` (a
+24-byte frame header, then a page); its last frame's header carries the
+database size after the commit (bytes 4..8, zero in every other frame). After a
+SIGKILL the commit point is the completed write of that last frame's page:
+readers recover every frame up to the last valid commit frame. In a rollback
+journal mode (SQLite's default, DELETE; TRUNCATE; PERSIST) the transaction
+writes the pages it changes to ``NAME.db-journal`` first, then the database in
+place, and commits when the journal stops being hot: deleted, cut to nothing,
+or its header zeroed (``JOURNAL_HEADER`` bytes). A copy of the database file
+with its WAL or its journal, opened elsewhere, reads exactly what a recovering
+process would (SQLite replays the WAL, or rolls a hot journal back, on open).
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from chaos.store.base import Store, View, oversized
+from chaos.store.base import SQLITE_SIDES, Store, View, beside, oversized
 from chaos.store.inert import Blind
 
 FRAME_HEADER = 24
+JOURNAL_HEADER = 28  # what PERSIST mode zeroes to commit (SQLite's zeroJournalHdr)
 
 
 def commits_frame(header: bytes) -> bool:
@@ -33,7 +38,7 @@ def commits_frame(header: bytes) -> bool:
 
 @contextlib.contextmanager
 def opened_copy(files: dict[str, bytes], main: str) -> Iterator[sqlite3.Connection | None]:
-    """``main`` (and its ``-wal``) copied from ``files`` into a private folder and opened; None when the
+    """``main`` (and its ``-wal`` or ``-journal``) copied from ``files`` into a private folder and opened; None when the
     copy holds no database yet."""
     if main not in files:
         yield None
@@ -41,8 +46,9 @@ def opened_copy(files: dict[str, bytes], main: str) -> Iterator[sqlite3.Connecti
     with tempfile.TemporaryDirectory(prefix="chaos-store-") as folder:
         path = Path(folder) / "copy.db"
         path.write_bytes(files[main])
-        if f"{main}-wal" in files:
-            Path(f"{path}-wal").write_bytes(files[f"{main}-wal"])
+        for side in SQLITE_SIDES:  # a hot rollback journal is rolled back on open, as a resume would
+            if f"{main}{side}" in files:
+                Path(f"{path}{side}").write_bytes(files[f"{main}{side}"])
         connection = sqlite3.connect(path)
         try:
             yield connection
@@ -63,8 +69,8 @@ def rows(connection: sqlite3.Connection) -> int:
 
 
 def main_file(files: dict[str, bytes]) -> str | None:
-    """The database among copied files (the one whose name does not end in -wal)."""
-    mains = sorted(name for name in files if not name.endswith("-wal"))
+    """The database among copied files (not its WAL nor its journal)."""
+    mains = sorted(name for name in files if not beside(name))
     return mains[0] if mains else None
 
 
@@ -73,9 +79,9 @@ def unreadable(err: Exception) -> str:
 
 
 class SqliteStore(Store):
-    """A store in one SQLite database in WAL mode: each read opens a private copy (``opened_copy``)."""
+    """A store in one SQLite database: each read opens a private copy (``opened_copy``)."""
 
-    commit = "sqlite-wal"
+    commit = "sqlite"
     marker: ClassVar[str]  # a table only this store's database has: none yet, nothing durable yet
 
     def read(self, files: dict[str, bytes]) -> View:

@@ -7,7 +7,7 @@
 runs it under the workflow id chaos gives; a resume launches DBOS, which recovers the pending workflows
 as it does after any crash, and waits for that one's result (a workflow that never became durable: there
 is nothing to resume). The system database is put in WAL mode first (SQLite's mode for a database other
-threads read: the commit chaos stops at is a WAL frame); a ``--db`` that is a PostgreSQL URL is DBOS's
+threads read; ``--journal delete`` keeps SQLite's and DBOS's default, a rollback journal); a ``--db`` that is a PostgreSQL URL is DBOS's
 system database as it is (a server that goes away while DBOS launches is met by launching again).
 DBOS 3 starts no server: nothing listens.
 Exit 0: completed; 1: the workflow failed.
