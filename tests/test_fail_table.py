@@ -100,14 +100,15 @@ def _append_again(evidence: Evidence) -> None:
     again.log_after += b'{"kind":"usage"}\n'
 
 
-def _store_run(bug: str, crash: str = "", fault: str = "kill") -> list[Check]:
+def _store_run(bug: str, crash: str = "", fault: str = "kill", target: str = "store-agent") -> list[Check]:
     """The store agent (``tests/agents/store_agent.py``, a framework agent judged on its own store) with
     one of its bug switches, on the bundled framework scenario."""
     scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
     scenario = scenario.with_crash(Crash(Boundary.parse(crash), fault) if crash else None)
     folder = WORK[0] / f"store-{bug}-{len(list(WORK[0].iterdir()))}"
-    target = load_target(TARGETS / "store-agent.toml")
-    return run_case(scenario, target, {"STORE_AGENT_BUG": bug}, folder).checks
+    return run_case(
+        scenario, load_target(TARGETS / f"{target}.toml"), {"STORE_AGENT_BUG": bug}, folder
+    ).checks
 
 
 def _approved_run(scenario: str, target: str, bug: str) -> list[Check]:
@@ -160,6 +161,9 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "oracle-agrees": _liar,
     "effect-after-durable-call": lambda t: _store_run("effect-first"),
     "effects-as-declared": lambda t: _store_run("rerun", crash="effect-done[effect=deploy]"),
+    "output-once": lambda t: _store_run(
+        "rerun-answered", crash="output-durable[tool=deploy]", target="store-agent-at-least-once"
+    ),
     "store-consistent": lambda t: _store_run("duplicate-output"),
     "same-outcome": lambda t: _store_run("no-final"),
     "inputs-once": lambda t: _store_run("prompt-again", crash="effect-done[effect=deploy]"),

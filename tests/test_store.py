@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chaos import api
+from chaos.errors import SpecError
 from chaos.scenario.model import Boundary, Crash
 from chaos.store import STORES, Call, Output, View, store_named
 from chaos.store.sqlite import commits_frame
@@ -460,3 +461,38 @@ def test_the_langgraph_store_knows_every_call_id_the_model_server_gives() -> Non
             ids = set(re.findall(r'"(?:call_id|id)": "([^"]+)"', body))
             assert any(CALL_ID.fullmatch(i) for i in ids), (protocol.name, ids)
     assert not CALL_ID.fullmatch("call-1") and not CALL_ID.fullmatch("deploy web")
+
+
+@needs_ptrace
+def test_a_step_run_again_after_its_output_was_durable_is_its_own_failure(tmp_path: Path) -> None:
+    """At least once declared, crashed once the deploy's output is durable: the store agent's resume, which
+    reads its outputs, runs nothing again (output-once judged, and held); one that replays every step
+    reading no output it recorded runs the deploy again under the same call id, which at least once
+    allows: the one failure is output-once's, in words that say its output was durable."""
+    target = REPO / "tests" / "targets" / "store-agent-at-least-once.toml"
+    case = api.load(SCENARIO).with_crash(Crash(Boundary.parse("output-durable[tool=deploy]")))
+    verdict = api.run(case, target, results=tmp_path / "correct")
+    (held,) = [c for c in verdict.checks if c.id == "output-once"]
+    assert verdict.ok and held.judged and verdict.evidence.start.exact
+    broken = api.run(
+        case, target, results=tmp_path / "broken", target_env={"STORE_AGENT_BUG": "rerun-answered"}
+    )
+    assert [c.id for c in broken.checks if not c.ok] == ["output-once"]
+    assert "ran again after its output was durable" in broken.failed[0].got
+    weaker = tmp_path / "weaker.toml"  # (naming the agent by its path, wherever the copy is)
+    weaker.write_text(
+        target.read_text()
+        .replace("{target_dir}/..", str(REPO / "tests"))
+        .replace('semantics = "at-least-once"', 'semantics = "at-least-once"\nrerun_after_output = true')
+    )
+    declared = api.run(
+        case, weaker, results=tmp_path / "weaker", target_env={"STORE_AGENT_BUG": "rerun-answered"}
+    )
+    assert declared.ok and not next(c for c in declared.checks if c.id == "output-once").judged
+    weaker.write_text(
+        STORE_AGENT.read_text()
+        .replace("{target_dir}/..", str(REPO / "tests"))
+        .replace('path = "store.jsonl"', 'path = "store.jsonl"\nrerun_after_output = true')
+    )
+    with pytest.raises(SpecError, match=r"rerun_after_output.*semantics = \"at-least-once\""):
+        api.run(case, weaker, results=tmp_path / "refused")

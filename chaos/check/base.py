@@ -113,3 +113,18 @@ def phase_of(ev: Evidence, line: int) -> Phase:
         if phase.ledger_before <= line:
             owner = phase
     return owner
+
+
+def without_call_ids(evidence: Evidence) -> str:
+    """Why no effect of a framework agent carried the tool call it ran for, by its real cause."""
+    served = sorted({str(e["effect"]) for e in evidence.ledger if str(e["effect"]).startswith("mcp:")})
+    if served:
+        return (
+            f"its effects ({', '.join(served)}) were made at the world's MCP server, whose writes the tracer "
+            "does not see, and carry no call id"
+        )
+    names = ", ".join(sorted({str(e["effect"]) for e in evidence.effects()}))
+    return (
+        f"no effect carried its call id ({names}): a tool passes it as $CHAOS_EFFECT NAME --call-id ID, "
+        "CHAOS_CALL_ID in its environment, or chaos.ledger.effect(name, call_id=...)"
+    )

@@ -6,7 +6,7 @@ the effect ledger's write (``chaos.process.commits``)."""
 
 from __future__ import annotations
 
-from chaos.check.base import NotJudged, Problem, against_clean, effect_key
+from chaos.check.base import NotJudged, Problem, against_clean, effect_key, without_call_ids
 from chaos.cycle.evidence import Evidence
 
 
@@ -31,27 +31,12 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                     )
                 )
     if not seen and evidence.effects():
-        raise NotJudged(_unjudged(evidence))
+        if all(phase.calls_at_ledger is None for phase in evidence.phases):
+            raise NotJudged(
+                "the tracer did not run (exact kills unavailable here), so no store was read as an effect began"
+            )
+        raise NotJudged(without_call_ids(evidence))
     return problems
-
-
-def _unjudged(evidence: Evidence) -> str:
-    """Why no effect could be judged, by its real cause."""
-    if all(phase.calls_at_ledger is None for phase in evidence.phases):
-        return (
-            "the tracer did not run (exact kills unavailable here), so no store was read as an effect began"
-        )
-    served = sorted({str(e["effect"]) for e in evidence.ledger if str(e["effect"]).startswith("mcp:")})
-    if served:
-        return (
-            f"its effects ({', '.join(served)}) were made at the world's MCP server, whose writes the tracer "
-            "does not see, and carry no call id"
-        )
-    names = ", ".join(sorted({str(e["effect"]) for e in evidence.effects()}))
-    return (
-        f"no effect carried its call id ({names}): a tool passes it as $CHAOS_EFFECT NAME --call-id ID, "
-        "CHAOS_CALL_ID in its environment, or chaos.ledger.effect(name, call_id=...)"
-    )
 
 
 NEEDS = "view"  # what the store's adapter reads (``chaos.store.View``)

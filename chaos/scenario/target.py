@@ -110,6 +110,9 @@ class StoreSpec:
     semantics: str = "at-most-once"
     state: str | None = None  # where a run parked for approval saves itself (a glob), read with the store
     facts: bool = False
+    # at least once, and its framework documents that a step may run again after its output was durable
+    # (a weaker promise than durable execution's: ``output-once`` is then not judged)
+    rerun_after_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -393,7 +396,12 @@ def _store(top: Table) -> StoreSpec | None:
         path=table.take("path", str),
         semantics=table.choice("semantics", SEMANTICS, "at-most-once"),
         state=table.take("state", str, None),
+        rerun_after_output=table.take("rerun_after_output", bool, False),
     )
+    if spec.rerun_after_output and spec.semantics != "at-least-once":
+        table.fail(
+            "rerun_after_output", 'declares a weaker at-least-once: it needs semantics = "at-least-once"'
+        )
     for key, value in (("path", spec.path), ("state", spec.state or "")):
         if value.startswith("/") or ".." in Path(value).parts:
             table.fail(key, "must be a path (or glob) relative to the workspace, e.g. state.db")
