@@ -288,6 +288,7 @@ def record(
 class RecheckResult(SweepResult):
     changes: list[Change] = field(default_factory=list)  # cases whose verdict is not what it was
     missing: list[str] = field(default_factory=list)  # cases whose evidence was not kept (kept as stored)
+    judged: int = 0  # cases judged again (none, with some kept as stored: nothing was checked)
 
 
 def recheck(paths: Sequence[Path], out: Path | None = None, *, junit: Path | None = None) -> RecheckResult:
@@ -296,7 +297,7 @@ def recheck(paths: Sequence[Path], out: Path | None = None, *, junit: Path | Non
     folder = out or Path("results") / "recheck" / time.strftime("%Y%m%d-%H%M%S")
     done = recheck_cases([Path(p) for p in paths])
     summary = publish(done.results, folder, 0.0, junit=junit, journal=True)
-    return RecheckResult(folder, summary, changes=done.changes, missing=done.missing)
+    return RecheckResult(folder, summary, changes=done.changes, missing=done.missing, judged=done.judged)
 
 
 def check_fixtures(corpus: Path) -> list[FixtureVerdict]:

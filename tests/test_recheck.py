@@ -99,3 +99,19 @@ def test_a_fixture_the_oracle_no_longer_meets_is_named(
     out = capsys.readouterr().out
     assert f'planner fixture {manifest[0]["name"]}: .reason: expected "attempts_exhausted"' in out
     assert main(["fixtures", "check", str(tmp_path)]) == 2
+
+
+def test_results_of_a_target_judged_on_its_store_are_not_passed_off_as_rechecked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case keeps no copy of a framework's store per phase, so recheck cannot judge it again: each case
+    is kept as stored, naming why, and a recheck that judged nothing is exit 2, never a pass."""
+    swept = tmp_path / "swept"
+    scenario = str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
+    target = str(REPO / "tests" / "targets" / "store-agent.toml")
+    argv = ["sweep", scenario, "--target", target, "--fault", "kill", "--budget", "3", "--mine", "none"]
+    assert main([*argv, "--results", str(swept)]) == 0
+    capsys.readouterr()
+    assert main(["recheck", str(swept), "--out", str(tmp_path / "again")]) == 2
+    said = capsys.readouterr().out
+    assert "judged on its test-jsonl store" in said and "no case could be judged again" in said

@@ -94,6 +94,11 @@ def evidence_of(folder: Path) -> tuple[Evidence, CaseResult]:
         target = load_target(folder / "target.toml")
     except SpecError as err:
         raise UsageError(f"{folder}: {err}") from None
+    if not target.facts:
+        raise UsageError(
+            f"{folder}: a case of a target judged on its {target.store.kind} store, whose copies per phase a "
+            "case does not keep: it can be judged again only by running it again"
+        )
     phases, previous, requests = [], b"", 0
     for recorded in stored.phases:
         phase = _phase(folder, recorded, previous, requests)

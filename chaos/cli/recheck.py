@@ -27,6 +27,11 @@ def recheck(args: argparse.Namespace) -> int:
     )
     say(render_summary(done.summary))
     say(f"  report: {done.results / 'report.html'}")
+    if done.missing and done.judged == 0:
+        say(
+            "chaos recheck: no case could be judged again: the stored verdicts stand, unchecked by this chaos"
+        )
+        return ExitCode.USAGE
     return ExitCode.OK if done.ok else ExitCode.FINDING
 
 

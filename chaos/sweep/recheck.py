@@ -37,6 +37,7 @@ class Rechecked:
     results: list[CaseResult] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # cases whose evidence was not kept, and why
+    judged: int = 0  # cases judged again
 
 
 def _said(result: CaseResult) -> str:
@@ -87,6 +88,7 @@ def recheck(paths: list[Path]) -> Rechecked:
             reproduce=stored.reproduce,
         )
         out.results.append(again)
+        out.judged += 1
         if _said(again) != _said(stored):
             out.changes.append(Change(stored.case, _said(stored), _said(again)))
     return out
