@@ -64,6 +64,12 @@ def test_each_fault_lands_where_its_kind_of_trouble_happens() -> None:
         assert _at(fault, recovery=True) == ["model-request#2"], f"{fault}: a recovery's retried request"
     for fault in ("torn", "pause", "abort-then-kill"):
         assert _at(fault) == [], f"{fault} runs where a scenario names it"
+    # a store on a server: its commits, each of a kind; the database fails in a recovery too (a failover)
+    commits = [Boundary.parse(b) for b in ("commit", "commit#2", "call-durable[tool=deploy]", "commit#3")]
+    kinds = ["commit", "commit", "call-durable", "commit"]
+    for recovery in (False, True):
+        placed = place(FAULTS["postgres-crash"], commits, kinds, recovery)
+        assert [str(b) for b in placed] == ["commit#1", "call-durable[tool=deploy]#1"], recovery
 
 
 def test_the_matrix_keeps_the_phase_order_and_only_what_the_target_can_take(tmp_path: Path) -> None:

@@ -7,8 +7,9 @@ Every connection through the relay is cut. The server's durability is trusted;
 what is judged is the agent's: it goes on (it is not killed), meets a lost
 connection with a commit it cannot know the fate of, and must end, or be
 resumed, with the store as its promise says (effects, outputs, the answer).
-Lands only on a store on the world's server (``[store] kind`` of a server
-store, ``chaos.store.postgres``).
+Lands in the first run and in a recovery (a failover while the framework
+recovers the runs a crash left pending: dbos-transact-py#716), only on a store
+on the world's server (``[store] kind`` of a server store, ``chaos.store.postgres``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class PostgresCrash(Fault):
     crashes = False
     enables = ("inputs-once", "effects-as-declared")
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
+    in_recovery = "each-write"  # and so in a recovery: a failover while the framework recovers its runs
 
     def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         return None if commit == "wire" else self.unavailable_on_log()
