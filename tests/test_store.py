@@ -98,25 +98,38 @@ def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
 
 
 def _dbos_db(
-    path: Path, steps: list[tuple[str, str]], serialization: str = "py_pickle", names: list[str] | None = None
+    path: Path,
+    steps: list[tuple[str, str]],
+    serialization: str = "py_pickle",
+    names: list[str] | None = None,
+    major: int = 3,
 ) -> dict[str, bytes]:
-    """A DBOS system database's run tables as DBOS 3 writes them (``steps``: each output, serialized;
-    ``names``: each step's function name, ``None`` a step not recorded)."""
+    """A DBOS system database's run tables as DBOS ``major`` writes them (``steps``: each output,
+    serialized; ``names``: each step's function name, ``None`` a step not recorded): DBOS 3 keeps a run's
+    input and output in tables of their own, DBOS 2 in its status row."""
+    given = base64.b64encode(pickle.dumps({"args": ("Deploy web.",), "kwargs": {}})).decode()
+    answer = base64.b64encode(pickle.dumps("Done.")).decode()
     with sqlite3.connect(path) as connection:
-        connection.execute(
-            "CREATE TABLE workflow_status (workflow_uuid TEXT, status TEXT, serialization TEXT)"
-        )
-        connection.execute("CREATE TABLE workflow_input (workflow_uuid TEXT, inputs TEXT)")
-        connection.execute("CREATE TABLE workflow_output (workflow_uuid TEXT, output TEXT)")
+        if major == 2:
+            connection.execute(
+                "CREATE TABLE workflow_status (workflow_uuid TEXT, status TEXT, serialization TEXT, "
+                "inputs TEXT, output TEXT)"
+            )
+            connection.execute(
+                "INSERT INTO workflow_status VALUES ('w', 'SUCCESS', ?, ?, ?)", (serialization, given, answer)
+            )
+        else:
+            connection.execute(
+                "CREATE TABLE workflow_status (workflow_uuid TEXT, status TEXT, serialization TEXT)"
+            )
+            connection.execute("CREATE TABLE workflow_input (workflow_uuid TEXT, inputs TEXT)")
+            connection.execute("CREATE TABLE workflow_output (workflow_uuid TEXT, output TEXT)")
+            connection.execute("INSERT INTO workflow_status VALUES ('w', 'SUCCESS', ?)", (serialization,))
+            connection.execute("INSERT INTO workflow_input VALUES ('w', ?)", (given,))
+            connection.execute("INSERT INTO workflow_output VALUES ('w', ?)", (answer,))
         connection.execute(
             "CREATE TABLE operation_outputs (workflow_uuid TEXT, function_id INTEGER, function_name TEXT, "
             "output TEXT, error TEXT, serialization TEXT)"
-        )
-        connection.execute("INSERT INTO workflow_status VALUES ('w', 'SUCCESS', ?)", (serialization,))
-        given = base64.b64encode(pickle.dumps({"args": ("Deploy web.",), "kwargs": {}})).decode()
-        connection.execute("INSERT INTO workflow_input VALUES ('w', ?)", (given,))
-        connection.execute(
-            "INSERT INTO workflow_output VALUES ('w', ?)", (base64.b64encode(pickle.dumps("Done.")).decode(),)
         )
         named = names or ["step"] * len(steps)
         connection.executemany(
@@ -148,6 +161,16 @@ def test_the_dbos_adapter_reads_recorded_steps_as_chat_messages_and_runs_no_app_
     view = store_named("dbos").read(_dbos_db(tmp_path / "a.sqlite", steps))
     assert view.calls == (Call("c1", "deploy", "{}"),) and view.outputs == (Output("c1", "deployed web"),)
     assert view.final == "Done." and view.inputs == ("Deploy web.",) and view.started and view.items == 5
+    older = store_named("dbos").read(
+        _dbos_db(tmp_path / "2.sqlite", steps, major=2)
+    )  # (as DBOS 2.23 wrote it)
+    assert (older.calls, older.outputs, older.final, older.inputs) == (
+        view.calls,
+        view.outputs,
+        view.final,
+        view.inputs,
+    )
+    assert older.items == 3 and not older.unreadable
     opaque = [(base64.b64encode(pickle.dumps(_AppsOwn())).decode(), "py_pickle")]
     view = store_named("dbos").read(_dbos_db(tmp_path / "b.sqlite", opaque))
     assert view.blind is not None and "test_store._AppsOwn" in view.blind and not view.unreadable

@@ -30,9 +30,10 @@ from typing import Any, ClassVar
 from chaos.store.base import Call, Output, View, register, text_of
 from chaos.store.inert import Blind, allowed, bounded, json_value, sized
 from chaos.store.postgres import ServerStore
-from chaos.store.sqlite import SqliteStore
+from chaos.store.sqlite import SqliteStore, tables
 
-# The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules)
+# The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules); DBOS 2 keeps
+# a run's input and output in its workflow_status row, DBOS 3 in tables of their own
 RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
 
 
@@ -123,10 +124,13 @@ class DbosStore(SqliteStore):
     description = "DBOS Transact's system database on SQLite: recorded step outputs of durable workflows"
 
     def from_database(self, connection: sqlite3.Connection) -> View:
-        items = sum(int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in RUN_TABLES)
+        held = [t for t in RUN_TABLES if t in tables(connection)]
+        items = sum(int(connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in held)
         runs = connection.execute(
             "SELECT s.status, s.serialization, i.inputs, o.output FROM workflow_status AS s "
             "LEFT JOIN workflow_input AS i USING (workflow_uuid) LEFT JOIN workflow_output AS o USING (workflow_uuid)"
+            if "workflow_input" in held
+            else "SELECT status, serialization, inputs, output FROM workflow_status"  # DBOS 2: in the status row
         ).fetchall()
         calls, outputs = self.steps(connection)
         inputs: list[str] = []

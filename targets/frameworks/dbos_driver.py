@@ -20,6 +20,7 @@ import sys
 import time
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
+from sqlalchemy.exc import OperationalError
 
 from .loading import load, parser
 
@@ -46,6 +47,25 @@ def _launched(config: DBOSConfig, on_server: bool) -> None:
             time.sleep(0.2)
 
 
+NOTHING = object()  # no workflow of that id: it never became durable, there is nothing to resume
+
+
+def _resumed(workflow_id: str, on_server: bool) -> object:
+    """The recovered workflow's result (or ``NOTHING``), waited for as a worker waits: a system database
+    that goes away meanwhile (it crashed, it fails over) is waited out, since the workflow is still
+    DBOS's to finish; a lost connection is not the workflow failing."""
+    while True:
+        try:
+            if DBOS.get_workflow_status(workflow_id) is None:
+                return NOTHING
+            return DBOS.retrieve_workflow(workflow_id).get_result()
+        except OperationalError as err:
+            if not on_server:
+                raise
+            print(f"dbos agent: the system database went away ({err.orig!r}); waiting on", file=sys.stderr)
+            time.sleep(0.2)
+
+
 def main(argv: list[str]) -> int:
     options = parser(
         "dbos_driver", "chaos.bundled.targets.frameworks.dbos_app:agent", "dbos.sqlite", "--workflow"
@@ -68,10 +88,10 @@ def main(argv: list[str]) -> int:
     _launched({"name": "chaos-agent", "system_database_url": url}, on_server)
     try:
         if args.resume:
-            if DBOS.get_workflow_status(args.workflow) is None:
+            result: object = _resumed(args.workflow, on_server)
+            if result is NOTHING:
                 print("nothing to resume")
                 return 0
-            result: object = DBOS.retrieve_workflow(args.workflow).get_result()
         else:
             with SetWorkflowID(args.workflow):
                 result = workflow(args.prompt)
