@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from chaos.check.base import Check
@@ -81,6 +82,24 @@ def _answers(ev: Evidence) -> dict[str, list[dict[str, Any]]]:
     return answers
 
 
+def _delivered(given: list[dict[str, Any]], held: str, holds: Callable[[str, str], bool]) -> bool:
+    """One of the server's answers ``given`` succeeded, reached the agent whole, and is what the agent
+    ``held`` (``holds(held, answer)``)."""
+    return any(a["ok"] and a.get("delivered", "whole") == "whole" and holds(held, a["result"]) for a in given)
+
+
+def _begins(held: str, answer: str) -> bool:
+    """The log holds the answer, or a cut of it (an agent may keep the start of a long one)."""
+    return answer.startswith(held)
+
+
+def _said(given: list[dict[str, Any]]) -> str:
+    """What the server answered, each answer and how it was delivered, for a person."""
+    return "; ".join(
+        f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r} ({a.get('delivered', 'whole')})" for a in given
+    )
+
+
 def _answer(ev: Evidence) -> Check:
     answers = _answers(ev)
     wrong = []
@@ -92,17 +111,10 @@ def _answer(ev: Evidence) -> Check:
             continue  # an error or a synthetic result is the agent's own to give
         content = body["message"]["content"]
         given = answers[started]
-        if not any(
-            a["ok"] and a.get("delivered", "whole") == "whole" and a["result"].startswith(content)
-            for a in given
-        ):
-            said = "; ".join(
-                f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r} ({a.get('delivered', 'whole')})"
-                for a in given
-            )
+        if not _delivered(given, content, _begins):
             wrong.append(
                 f"{body.get('toolName', '?')} {started}: log {kind} {content[:60]!r}, server "
-                + (said or "never answered")
+                + (_said(given) or "never answered")
             )
     return Check(
         "mcp-answer",
@@ -139,17 +151,10 @@ def _answer_view(ev: Evidence) -> Check:
         ):
             continue  # the agent's own words (an error, a synthetic result), or no MCP tool's
         given = [a for a in of_tool if _same_arguments(a.get("arguments"), call.arguments)]
-        if not any(
-            a["ok"] and a.get("delivered", "whole") == "whole" and _quotes(output.text, a["result"])
-            for a in given
-        ):
-            said = "; ".join(
-                f"{'ok' if a['ok'] else 'error'} {a['result'][:60]!r} ({a.get('delivered', 'whole')})"
-                for a in given
-            )
+        if not _delivered(given, output.text, _quotes):
             wrong.append(
                 f"{call.name} {call.id}: store holds a success {output.text[:60]!r}, server "
-                + (said or "never answered this call")
+                + (_said(given) or "never answered this call")
             )
     return Check(
         "mcp-answer",
