@@ -335,7 +335,7 @@ def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
     assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
     spec = tmp_path / "careless.toml"
     spec.write_text((REPO / "targets" / f"{target}.toml").read_text().replace(*careless))
-    committed = api.load(ONE).with_crash(Crash(Boundary.parse("commit#3")))
+    committed = api.load(ONE).with_crash(Crash(Boundary.parse("commit#4")))  # (#1 switches it to WAL)
     verdict = api.run(committed, spec, results=tmp_path / "careless")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
