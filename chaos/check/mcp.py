@@ -145,10 +145,10 @@ def _answer_view(ev: Evidence) -> Check:
     wrong = []
     for output in view.outputs:
         call = calls.get(output.call_id)
-        of_tool = [a for a in answers if call is not None and a["effect"] == f"mcp:{call.name}"]
-        if call is None or not any(
-            a["ok"] and a["result"] and _quotes(output.text, a["result"]) for a in of_tool
-        ):
+        if call is None:
+            continue  # an output without its call: store-consistent's
+        of_tool = [a for a in answers if a["effect"] == f"mcp:{call.name}"]
+        if not any(a["ok"] and a["result"] and _quotes(output.text, a["result"]) for a in of_tool):
             continue  # the agent's own words (an error, a synthetic result), or no MCP tool's
         given = [a for a in of_tool if _same_arguments(a.get("arguments"), call.arguments)]
         if not _delivered(given, output.text, _quotes):

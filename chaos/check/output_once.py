@@ -21,19 +21,14 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
         raise NotJudged("at most once declared: every run again is effects-as-declared's")
     if spec.rerun_after_output:
         raise NotJudged("the target declares its framework may run a step again after its output was durable")
-    found: dict[int, frozenset[str]] = {}  # per phase: the outputs durable in the store it began from
-    durable: frozenset[str] = frozenset()
-    for phase in evidence.phases:
-        found[id(phase)] = durable
-        if phase.view_after is not None:
-            durable = frozenset(o.call_id for o in phase.view_after.outputs)
     problems, seen = [], False
     for line, entry in enumerate(evidence.ledger):
         if entry["phase"] != "start" or "callId" not in entry:
             continue
         seen = True
         phase = phase_of(evidence, line)
-        if entry["callId"] in found[id(phase)]:
+        began = phase.view_before.outputs if phase.view_before is not None else ()
+        if entry["callId"] in {o.call_id for o in began}:
             problems.append(
                 Problem(
                     f"effect {entry['effect']} ran again after its output was durable in the store",

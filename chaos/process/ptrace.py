@@ -63,6 +63,7 @@ SYSCALLS = {
 UNLINKAT = {"x86_64": 263, "aarch64": 35}  # unlinkat(dirfd, path, flags); x86_64's unlink(path) has no dirfd
 NUMBER = {"x86_64": 15, "aarch64": 8}  # the register slot of the call's number at its entry (orig_rax; x8)
 AT_FDCWD = -100
+PATH_MAX = 4096  # Linux's: the longest path a call names, its terminating NUL included
 
 ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
 BUFFER = {"x86_64": 13, "aarch64": 1}  # the register slot of the second argument (a write's buffer)
@@ -323,7 +324,7 @@ def unlinked_path(pid: int) -> str:
     fd_slot, _ = ARGS[machine]
     at = regs[NUMBER[machine]] == UNLINKAT[machine]
     address = regs[BUFFER[machine]] if at else regs[fd_slot]
-    name = _memory(pid, address, os.pathconf("/", "PC_PATH_MAX")).split(b"\0", 1)[0]
+    name = _memory(pid, address, PATH_MAX).split(b"\0", 1)[0]
     if not name:
         return ""
     path = os.fsdecode(name)
