@@ -48,7 +48,7 @@ def bugs(args: argparse.Namespace) -> None:
             try:
                 env = {"TINY_REFERENCE_BUG": bug}
                 faults = (*EXPLORED, *(["power-loss"] if bug in NEEDS_POWER_LOSS else []))
-                faults += ("pause",) if bug in NEEDS_TWO_WRITERS else ()
+                faults += ("paused-writer",) if bug in NEEDS_TWO_WRITERS else ()
                 run = Exploration(
                     target,
                     env,

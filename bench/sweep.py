@@ -41,7 +41,7 @@ from chaos.cycle.drive import session_id
 from chaos.process.warm import WarmStarts
 from chaos.process.watch import Watch
 from chaos.scenario import load_scenario
-from chaos.scenario.model import Crash
+from chaos.scenario.model import Strike
 from chaos.scenario.target import find_target, load_target
 from chaos.world.world import build_world
 
@@ -63,7 +63,7 @@ def bare_cost(entry: CaseResult) -> tuple[float, float, float]:
     resume once more (what the idempotence rerun costs the agent itself)."""
     scenario = load_scenario(Path(str(entry.scenario_file)))
     target = load_target(find_target(scenario.target))
-    boundary = Crash.parse(str(entry.crash)).boundary
+    boundary = Strike.parse(str(entry.crash)).boundary
     world = build_world(scenario, target, {})
     try:
         watch = Watch(world.log_glob, boundary)
@@ -113,14 +113,14 @@ def main() -> None:
         serial_s, serial = sweep(paths, 1, work / "j1")
         parallel_s, parallel = sweep(paths, 2, work / "j2")
         entries = read_journal(work / "j1" / "sweep.jsonl")
-        kills = [e for e in entries if e.crash and Crash.parse(e.crash).fault == "kill"]
-        crashes = [e for e in kills if not Crash.parse(str(e.crash)).boundary.in_flight]
+        kills = [e for e in entries if e.crash and Strike.parse(e.crash).fault == "kill"]
+        crashes = [e for e in kills if not Strike.parse(str(e.crash)).boundary.in_flight]
         chaos_phases = bare = again = whole = bare_start = bare_resume = warm_whole = 0.0
         parts: dict[str, float] = {}
         starts = WarmStarts()  # warm starts, taught the agent's imports by a first case's clean run
         for n, entry in enumerate(crashes):
             scenario = load_scenario(Path(str(entry.scenario_file)))
-            case = scenario.with_crash(Crash.parse(str(entry.crash)))
+            case = scenario.with_crash(Strike.parse(str(entry.crash)))
             target = load_target(find_target(scenario.target))
             folder = work / "paired" / str(n)
             if n == 0:

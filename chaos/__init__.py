@@ -3,13 +3,13 @@
 A tiny public API over the pipeline ``scenario -> world -> run -> kill ->
 resume -> check -> mine -> report``::
 
-    from chaos import Crash, Scenario, Turn, call, run
+    from chaos import Strike, Scenario, Turn, call, run
 
     scenario = Scenario(
         prompt="What does the README say?",
         files={"README.md": "hello\\n"},
         turns=[Turn(tool_calls=[call("read", path="README.md")]), Turn(text="It says hello.")],
-        crash=Crash("toolStarted[toolName=read]"),
+        crash=Strike("toolStarted[toolName=read]"),
     )
     verdict = run(scenario, target="reference")
     assert verdict.ok, [c.text() for c in verdict.failed]
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from chaos.api import ExploreResult, SweepResult, check_target, explore, merge, run, sweep
     from chaos.case.verdict import Verdict
     from chaos.errors import ExitCode, Interrupted, Skipped, UsageError
-    from chaos.scenario import Boundary, Configuration, Crash, Scenario, Target, Turn, call
+    from chaos.scenario import Boundary, Configuration, Scenario, Strike, Target, Turn, call
 
 # The modules the public names live in. Names are imported on first use (PEP 562), because every
 # agent process that imports ``chaos.contract`` runs this file first and must not pay for the rest.
@@ -49,12 +49,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Boundary",
     "Configuration",
-    "Crash",
     "ExitCode",
     "ExploreResult",
     "Interrupted",
     "Scenario",
     "Skipped",
+    "Strike",
     "SweepResult",
     "Target",
     "Turn",

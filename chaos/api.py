@@ -43,7 +43,7 @@ from chaos.report.publish import publish
 from chaos.report.summary import Summary
 from chaos.report.text import printable
 from chaos.scenario.files import load_scenario, scenario_files
-from chaos.scenario.model import Boundary, Crash, Scenario, WorkspaceFile, files_problem
+from chaos.scenario.model import Boundary, Scenario, Strike, WorkspaceFile, files_problem
 from chaos.scenario.target import Target, fault_unavailable, find_target, load_target, store_mismatch
 from chaos.sweep.boundaries import phase_boundaries
 from chaos.sweep.recheck import Change
@@ -123,7 +123,7 @@ def run(
     mismatch = store_mismatch(loaded, chosen, paused=pause is not None)
     if mismatch is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {mismatch}")
-    never = loaded.unreachable(own_effects=chosen.own_tools) if loaded.expect.must_reach else None
+    never = loaded.unreachable(own_effects=chosen.tools_in_code) if loaded.expect.must_reach else None
     if never is not None:
         raise UsageError(f"{loaded.path or loaded.name}: {never}; choose a boundary its script reaches")
     if results is not None:
@@ -162,7 +162,7 @@ def boundaries(
     return phase_boundaries(clean.evidence.start)
 
 
-def crashes_at(boundary: Boundary, faults: Sequence[str] = ("kill",)) -> list[Crash]:
+def crashes_at(boundary: Boundary, faults: Sequence[str] = ("kill",)) -> list[Strike]:
     """A crash by each of ``faults`` that lands at ``boundary``."""
     return CaseSpace(faults=tuple(faults)).crashes_at(boundary)
 
@@ -343,7 +343,7 @@ def sweep(
     after: Sequence[AfterCase] = (),
     **options: Any,
 ) -> SweepResult:
-    """Crash every scenario (files, folders, bundled names or Scenario objects) at every boundary.
+    """Strike every scenario (files, folders, bundled names or Scenario objects) at every boundary.
 
     How it runs is one ``Settings`` value (``settings``, or as keyword ``options`` its fields and
     those of its ``CaseSpace``: ``faults`` (each applicable one at every boundary is a case; default

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
-from chaos import Boundary, Crash, Scenario, Skipped, Target, UsageError, api
+from chaos import Boundary, Scenario, Skipped, Strike, Target, UsageError, api
 from chaos.extend import FAULTS
 
 
@@ -112,7 +112,7 @@ class ChaosFinding(Exception):
 
 
 class ChaosCase(pytest.Item):
-    def __init__(self, *, crash: Crash | None, as_written: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, crash: Strike | None, as_written: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.crash, self.as_written = crash, as_written
 

@@ -153,7 +153,7 @@ def test_a_capability_is_declared_strictly(
     scenarios(
         load_target(Path(MINIMAL)),
         ["read", "write", "edit", "bash"],
-        ("kill", "abort", "abort-then-kill", "pause"),
+        ("kill", "abort", "abort-then-kill", "paused-writer"),
     )
 )
 def test_explore_generates_only_what_the_target_can_do(scenario: object) -> None:

@@ -16,7 +16,7 @@ from chaos.case.run import run_case
 from chaos.case.verdict import Verdict
 from chaos.check import check_all
 from chaos.cli import main
-from chaos.scenario import Crash, load_scenario, load_target
+from chaos.scenario import Strike, load_scenario, load_target
 from chaos.scenario.model import Boundary
 from tests.conftest import REPO, needs_ptrace
 
@@ -79,7 +79,7 @@ def test_what_a_power_cut_took_from_a_resume_is_judged_as_it_was_written(
     'the agent appended nothing'. What it wrote carries out the plan; what it did before syncing (a
     request under an unsynced attempt) is the finding."""
     scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
-        Crash(Boundary.parse("toolStarted[toolName=bash]")), Crash(Boundary.parse(then), "power-loss")
+        Strike(Boundary.parse("toolStarted[toolName=bash]")), Strike(Boundary.parse(then), "power-loss")
     )
     verdict = run_case(scenario, load_target(REFERENCE), {"TINY_REFERENCE_BUG": "no-fsync"}, tmp_path / "r")
     assert verdict.evidence.resumes[0].cut, "the resume wrote, and the power cut took it"

@@ -12,7 +12,7 @@ import pytest
 
 from chaos.case.run import run_case
 from chaos.cli import main
-from chaos.scenario import Crash, load_scenario, load_target
+from chaos.scenario import Strike, load_scenario, load_target
 from chaos.scenario.model import Boundary
 from tests.conftest import REPO, needs_ptrace
 
@@ -56,7 +56,7 @@ def test_each_part_catches_its_own_bug_and_passes_the_correct_agent(switch: str,
     name, crash, expected = PARTS[switch]
     scenario = load_scenario(REPO / "scenarios" / f"{name}.toml")
     if crash:
-        scenario = scenario.with_crash(Crash(Boundary.parse(crash)))
+        scenario = scenario.with_crash(Strike(Boundary.parse(crash)))
     target = load_target(REFERENCE)
     broken = run_case(scenario, target, {"TINY_REFERENCE_BUG": switch}, tmp_path / "broken")
     failed = {c.id for c in broken.failed}
@@ -85,7 +85,7 @@ def test_a_two_writer_sweep_catches_an_agent_without_a_session_lock(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["sweep", str(REPO / "scenarios" / "section8-read-replay.toml"), "-j", "2", "--mine", "none"]
-    argv += ["--fault", "pause", "--results", str(tmp_path / "r")]
+    argv += ["--fault", "paused-writer", "--results", str(tmp_path / "r")]
     assert main(argv) == 0, capsys.readouterr().out
     assert (
         main([*argv, "--target-env", "TINY_REFERENCE_BUG=no-session-lock", "--results", str(tmp_path / "b")])

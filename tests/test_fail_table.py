@@ -21,7 +21,7 @@ from chaos.case.verdict import Verdict
 from chaos.check import CATALOG, Check, check_all
 from chaos.cycle.evidence import Evidence
 from chaos.mine.oracles import OtherOracle
-from chaos.scenario import Crash, Scenario, load_scenario, load_target
+from chaos.scenario import Scenario, Strike, load_scenario, load_target
 from chaos.scenario.model import Boundary
 from tests.conftest import REPO
 
@@ -42,7 +42,7 @@ def _run(
     scenario = _scenario(name)
     if crash:
         scenario = scenario.with_crash(
-            Crash(Boundary.parse(crash)), Crash(Boundary.parse(then)) if then else None
+            Strike(Boundary.parse(crash)), Strike(Boundary.parse(then)) if then else None
         )
     if expect == "plan:finish":
         scenario = replace(scenario, expect=replace(scenario.expect, plan={"type": "finish"}))
@@ -104,7 +104,7 @@ def _store_run(bug: str, crash: str = "", fault: str = "kill", target: str = "st
     """The store agent (``tests/agents/store_agent.py``, a framework agent judged on its own store) with
     one of its bug switches, on the bundled framework scenario."""
     scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
-    scenario = scenario.with_crash(Crash(Boundary.parse(crash), fault) if crash else None)
+    scenario = scenario.with_crash(Strike(Boundary.parse(crash), fault) if crash else None)
     folder = WORK[0] / f"store-{bug}-{len(list(WORK[0].iterdir()))}"
     return run_case(
         scenario, load_target(TARGETS / f"{target}.toml"), {"STORE_AGENT_BUG": bug}, folder

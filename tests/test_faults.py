@@ -27,7 +27,7 @@ TABLE = {
     "abort": ("abort-during-deploy", "abort-shortcut", "prefix-reduces"),
     "torn": ("torn-tail", "no-torn-tail-repair", "final-reduces"),
     "power-loss": ("power-loss-after-deploy", "no-fsync", "intent-synced"),
-    "pause": ("two-writers", "no-session-lock", "one-writer"),
+    "paused-writer": ("two-writers", "no-session-lock", "one-writer"),
     "abort-then-kill": ("abort-then-crash", "resume-ignores-abort", "plan-followed"),
     "disk-full": ("disk-full", "ignore-log-errors", "intent-before-effect"),
     "fsync-error": ("fsync-error", "ignore-log-errors", "intent-synced"),
@@ -55,7 +55,7 @@ def test_every_registered_fault_has_a_row_a_scenario_a_spelling_and_a_readme_row
     assert set(TABLE) == set(FAULTS)
     for name, (scenario, _, check) in TABLE.items():
         loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
-        assert loaded.crash is not None and loaded.crash.fault == name, f"{scenario} crashes by {name}"
+        assert loaded.crash is not None and loaded.crash.fault_name == name, f"{scenario} crashes by {name}"
         assert check in FAULTS[name].enables and check in CATALOG, f"{name} enables {check}"
     run = next(a for a in build_parser()._subparsers._actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
     choices = next(a.choices for a in run._actions if a.dest == "fault")
@@ -71,7 +71,7 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
     scenario_name, bug, check = TABLE[name]
     scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
     target = load_target(REPO / "targets" / f"{scenario.target}.toml")  # reference, reference-mcp, ...
-    if target.store.kind.endswith("-postgres"):
+    if target.store_spec.kind.endswith("-postgres"):
         pytest.importorskip(
             "psycopg", reason="a store on the world's PostgreSQL server is the postgres extra"
         )
@@ -79,7 +79,7 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
     assert fine.ok, [c.text() for c in fine.failed]
     switch = "TINY_REFERENCE_BUG" if target.facts else "LANGGRAPH_DRIVER_BUG"
     if bug == AT_MOST_ONCE:
-        target, env = replace(target, store=replace(target.store, semantics="at-most-once")), {}
+        target, env = replace(target, store_spec=replace(target.store_spec, semantics="at-most-once")), {}
     else:
         env = {switch: bug}
     broken = run_case(scenario, target, env, tmp_path / "broken")

@@ -25,7 +25,7 @@ from chaos import api
 from chaos.api import SweepResult
 from chaos.case.verdict import Verdict
 from chaos.cli import main
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from tests.conftest import REPO, needs_modules, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
@@ -112,7 +112,7 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
 
 @langgraph
 def test_a_users_graph_declared_at_most_once_is_flagged(tmp_path: Path) -> None:
-    scenario = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
+    scenario = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path)
     assert verdict.evidence.start.exact
     assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]
@@ -125,7 +125,7 @@ def test_the_agents_sdk_runs_effects_before_the_call_is_durable(tmp_path: Path) 
     assert failed == {
         "effect-after-durable-call": "effect deploy ran before its tool call was durable in the store"
     }
-    again = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    again = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(again, "openai-agents", results=tmp_path / "running")
     assert verdict.evidence.start.exact
     anew = ", again under a new call id (the call was lost, the model asked anew)"  # (not the same call)
@@ -232,7 +232,7 @@ def test_a_resume_that_sends_the_prompt_again_is_caught_as_one_cause(tmp_path: P
     text = (REPO / "targets" / "langgraph.toml").read_text()
     spec = tmp_path / "prompt-again.toml"
     spec.write_text(text.replace('"{session_id}", "--resume"]', f'"{{session_id}}", "{prompt}"]'))
-    scenario = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
+    scenario = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(scenario, spec, results=tmp_path / "case")
     assert [c.id for c in verdict.failed] == ["inputs-once"], [c.text() for c in verdict.failed]
     assert "'Deploy web to production.' 3 times, not 1" in verdict.failed[0].got  # resumed, then again
@@ -258,7 +258,7 @@ def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path)
     crashed where the call became durable, and where the deploy is running, they pass (reading only the
     root's messages failed the first two, 20 of 22 cases)."""
     spec = _shape(tmp_path, app)
-    for crash in (None, Crash(Boundary("effect-running", {"effect": "deploy"}))):
+    for crash in (None, Strike(Boundary("effect-running", {"effect": "deploy"}))):
         scenario = api.load(ONE) if crash is None else api.load(ONE).with_crash(crash)
         verdict = api.run(scenario, spec, results=tmp_path / str(crash))
         assert verdict.ok, [c.cause for c in verdict.failed]
@@ -283,7 +283,7 @@ def test_the_asyncio_saver_is_judged_as_the_sqlite_one(tmp_path: Path) -> None:
     text = (REPO / "targets" / "langgraph.toml").read_text().replace('"sync"', '"sync", "--saver", "async"')
     spec = tmp_path / "aio.toml"
     spec.write_text(text)
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, spec, results=tmp_path / "sync")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     spec.write_text(text.replace('"sync"', '"async"'))
@@ -328,14 +328,14 @@ def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
     assert main(["target", "check", target, "--results", str(tmp_path / "check")]) == 0, (
         capsys.readouterr().out
     )
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, target, results=tmp_path / "correct")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     ids = {e["callId"] for e in verdict.evidence.effects()}
     assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
     spec = tmp_path / "careless.toml"
     spec.write_text((REPO / "targets" / f"{target}.toml").read_text().replace(*careless))
-    committed = api.load(ONE).with_crash(Crash(Boundary.parse("commit#4")))  # (#1 switches it to WAL)
+    committed = api.load(ONE).with_crash(Strike(Boundary.parse("commit#4")))  # (#1 switches it to WAL)
     verdict = api.run(committed, spec, results=tmp_path / "careless")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
 
@@ -353,13 +353,13 @@ def test_a_store_in_the_rollback_journal_commits_where_chaos_sees_it(tmp_path: P
     journal.write_text(
         bundled.replace('"--db", "dbos.sqlite"', '"--db", "dbos.sqlite", "--journal", "delete"')
     )
-    committed = api.load(ONE).with_crash(Crash(Boundary.parse("call-durable[tool=deploy]")))
+    committed = api.load(ONE).with_crash(Strike(Boundary.parse("call-durable[tool=deploy]")))
     verdict = api.run(committed, journal, results=tmp_path / "journal")
     assert verdict.ok and verdict.evidence.start.exact and verdict.evidence.start.killed
     assert verdict.evidence.start.commits and not any(
         f.endswith("-wal") for f in verdict.evidence.start.store_files
     )
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     elsewhere = tmp_path / "elsewhere.toml"
     elsewhere.write_text(bundled.replace('path = "dbos.sqlite"', 'path = "other.sqlite"'))
     with pytest.raises(UsageError, match=r"left nothing chaos reads at \[store\] path = 'other.sqlite'"):
@@ -382,7 +382,7 @@ def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     text = text.replace("[env]\n", f'[env]\nPYTHONPATH = "{REPO / "tests" / "agents"}"\n')
     spec = tmp_path / "approval.toml"
     spec.write_text(text)
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, spec, results=tmp_path / "sync")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     clean = (tmp_path / "sync" / "clean" / "start.stdout").read_text()
@@ -391,7 +391,7 @@ def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     verdict = api.run(api.load(SLOW), spec, results=tmp_path / "async")
     assert verdict.ok, [c.cause for c in verdict.failed]
     spec.write_text(text.replace('semantics = "at-least-once"', 'semantics = "at-most-once"'))
-    done = api.load(ONE).with_crash(Crash(Boundary("effect-done", {"effect": "deploy"})))
+    done = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(done, spec, results=tmp_path / "at-most-once")
     assert verdict.evidence.start.exact
     assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]

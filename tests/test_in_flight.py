@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chaos.process.stop import Trigger
-from chaos.scenario import Crash, Scenario, Turn, load_target
+from chaos.scenario import Scenario, Strike, Turn, load_target
 from chaos.scenario.model import Boundary
 from chaos.world.world import build_world
 from tests.conftest import REPO
@@ -32,7 +32,7 @@ def test_a_held_request_counts_as_held_until_it_is_answered() -> None:
         Scenario(prompt="x", turns=[Turn(text="hi")]), load_target(REPO / "targets" / "reference.toml"), {}
     )
     try:
-        trigger = Trigger.arm(world, Crash(Boundary("model-request")))
+        trigger = Trigger.arm(world, Strike(Boundary("model-request")))
         assert not trigger.reached() and not trigger.held()
         answers: list[bytes] = []
         thread = threading.Thread(target=_ask, args=(world.server.url, answers))
@@ -51,7 +51,7 @@ def test_a_gate_counts_as_held_until_released(tmp_path: Path) -> None:
         Scenario(prompt="x", turns=[Turn(text="hi")]), load_target(REPO / "targets" / "reference.toml"), {}
     )
     try:
-        trigger = Trigger.arm(world, Crash(Boundary("effect-running", {"effect": "deploy"})))
+        trigger = Trigger.arm(world, Strike(Boundary("effect-running", {"effect": "deploy"})))
         assert trigger.gate == "deploy.during#1" and not trigger.held()
         (world.box.gate_dir / "deploy.during#1.waiting").write_text("1")
         assert trigger.reached() and trigger.held()
@@ -69,7 +69,7 @@ def test_a_held_stream_counts_as_held_until_let_go() -> None:
         {},
     )
     try:
-        trigger = Trigger.arm(world, Crash(Boundary("model-stream", {"chunks": 2})))
+        trigger = Trigger.arm(world, Strike(Boundary("model-stream", {"chunks": 2})))
         assert trigger.stream == 1 and not trigger.reached() and not trigger.held()
         body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
         request = urllib.request.Request(world.server.url + "/chat/completions", json.dumps(body).encode())

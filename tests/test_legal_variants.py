@@ -126,7 +126,7 @@ def test_both_lock_designs_pass_a_sweep_with_a_paused_writer_everywhere(
     used to hang until its timeout, five failures for chaos's own deadlock); one that refuses may exit
     as it likes; a paused writer whose operation had already finished reports the outcome it wrote."""
     paths = [str(REPO / "scenarios" / f"{name}.toml") for name in PAUSED]
-    argv = ["sweep", *paths, "--target", "reference", "--fault", "pause", "-j", "2", "--mine", "none"]
+    argv = ["sweep", *paths, "--target", "reference", "--fault", "paused-writer", "-j", "2", "--mine", "none"]
     code = main([*argv, "--results", str(tmp_path), "--target-env", f"TINY_REFERENCE_VARIANT={lock}"])
     out = capsys.readouterr().out
     assert code == 0, out

@@ -17,7 +17,7 @@ from chaos.cli import main
 from chaos.fault import FAULTS
 from chaos.process.record import PhaseResult
 from chaos.scenario import load_target
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.triage.coverage import coverage_of
 from tests.conftest import REPO, needs_ptrace
 
@@ -62,7 +62,7 @@ def test_each_fault_lands_where_its_kind_of_trouble_happens() -> None:
     for fault in ("reset", "cut-stream", "duplicate", "hang", "invalid-json", "trickle"):
         assert _at(fault) == ["model-request#1", "model-request#2"], f"{fault}: a first request and a retry"
         assert _at(fault, recovery=True) == ["model-request#2"], f"{fault}: a recovery's retried request"
-    for fault in ("torn", "pause", "abort-then-kill"):
+    for fault in ("torn", "paused-writer", "abort-then-kill"):
         assert _at(fault) == [], f"{fault} runs where a scenario names it"
     # a store on a server: its commits, each of a kind; the database fails in a recovery too (a failover)
     commits = [Boundary.parse(b) for b in ("commit", "commit#2", "call-durable[tool=deploy]", "commit#3")]
@@ -85,12 +85,12 @@ def test_the_matrix_keeps_the_phase_order_and_only_what_the_target_can_take(tmp_
 
 
 def test_a_second_crash_follows_a_kill_at_the_first_boundary_of_each_kind() -> None:
-    assert deepens(Crash(Boundary.parse("toolStarted#1")))
-    assert not deepens(Crash(Boundary.parse("toolStarted#2")))
-    assert not deepens(Crash(Boundary.parse("toolStarted#1"), "power-loss"))
-    assert not deepens(Crash(Boundary.parse("model-request#1")))
-    assert CaseSpace(depth=2).deepens(Crash(Boundary.parse("toolStarted#2"), "power-loss"))
-    assert not CaseSpace().deepens(Crash(Boundary.parse("toolStarted#1")))
+    assert deepens(Strike(Boundary.parse("toolStarted#1")))
+    assert not deepens(Strike(Boundary.parse("toolStarted#2")))
+    assert not deepens(Strike(Boundary.parse("toolStarted#1"), "power-loss"))
+    assert not deepens(Strike(Boundary.parse("model-request#1")))
+    assert CaseSpace(depth=2).deepens(Strike(Boundary.parse("toolStarted#2"), "power-loss"))
+    assert not CaseSpace().deepens(Strike(Boundary.parse("toolStarted#1")))
 
 
 def test_request_kinds_and_crash_names_read_back() -> None:
@@ -106,7 +106,7 @@ def test_request_kinds_and_crash_names_read_back() -> None:
         "entry:tool#1 (power-loss)",
         "model-request#3 (invalid-json)",
     ):
-        assert str(Crash.parse(text)) == text
+        assert str(Strike.parse(text)) == text
 
 
 def _result(case: str, crash: str, found: str) -> CaseResult:

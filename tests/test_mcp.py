@@ -24,7 +24,7 @@ from chaos.check import check_all
 from chaos.contract.reading import facts
 from chaos.errors import Skipped, SpecError
 from chaos.scenario import load_scenario, load_target
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.world import MCP_TOKEN_ENV
 from chaos.world.sandbox import make_sandbox
 from tests.conftest import MCP_ONLY, REPO, needs_modules, needs_node
@@ -150,7 +150,7 @@ def test_a_framework_agent_meets_the_mcp_faults_too(fault: str, tmp_path: Path) 
     """The server's trouble lands on a framework agent's call as on any other: the Agents SDK agent,
     told the call failed, does not call it again."""
     scenario = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-over-mcp.toml")
-    scenario = scenario.with_crash(Crash(Boundary.parse("effect-done[effect=deploy]"), fault=fault))
+    scenario = scenario.with_crash(Strike(Boundary.parse("effect-done[effect=deploy]"), fault_name=fault))
     verdict = run_case(scenario, load_target(REPO / "targets" / "openai-agents-mcp.toml"), {}, tmp_path)
     assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
     assert verdict.evidence.start.exact

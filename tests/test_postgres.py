@@ -26,7 +26,7 @@ import pytest
 from chaos import api
 from chaos.cli import main
 from chaos.process.ptrace import default_signals
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import load_target
 from chaos.store import store_named
 from chaos.store.postgres import server_dir
@@ -217,14 +217,14 @@ def test_langgraph_on_postgres_is_killed_exactly_at_the_server_answer_and_keeps_
     SQLite (measured: 70 kill cases of the two bundled scenarios, 30 failing, one group)."""
     for boundary in (Boundary("call-durable", {"tool": "deploy"}), Boundary("commit", {}, 5)):
         verdict = api.run(
-            api.load(ONE).with_crash(Crash(boundary)), LANGGRAPH, results=tmp_path / boundary.what
+            api.load(ONE).with_crash(Strike(boundary)), LANGGRAPH, results=tmp_path / boundary.what
         )
         start = verdict.evidence.start
         assert start.reached and start.exact and start.mechanism == "wire", start
         assert verdict.ok, [c.cause for c in verdict.failed]
     aio = tmp_path / "aio.toml"  # AsyncPostgresSaver with ainvoke, as an asyncio application runs it
     aio.write_text(LANGGRAPH.read_text().replace('"sync"', '"sync", "--saver", "async"'))
-    crash = Crash(Boundary("call-durable", {"tool": "deploy"}))
+    crash = Strike(Boundary("call-durable", {"tool": "deploy"}))
     verdict = api.run(api.load(ONE).with_crash(crash), aio, results=tmp_path / "aio")
     assert verdict.evidence.start.exact and verdict.ok, [c.cause for c in verdict.failed]
     slow = REPO / "scenarios" / "frameworks" / "deploy-slow-store.toml"
@@ -257,11 +257,11 @@ def test_dbos_on_postgres_recovers_its_recorded_steps(target: Path, tmp_path: Pa
     one): killed while the deploy step runs, the recovery runs it again under its recorded call id (at
     least once, as DBOS documents), and the run passes; killed at a commit of its schema's migration (one
     commit per statement on PostgreSQL), the next start finishes it."""
-    running = api.load(ONE).with_crash(Crash(Boundary("effect-running", {"effect": "deploy"})))
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, target, results=tmp_path / "running")
     assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
     assert len({e["callId"] for e in verdict.evidence.effects()}) == 1
-    migrating = api.load(ONE).with_crash(Crash(Boundary("commit", {}, 40)))
+    migrating = api.load(ONE).with_crash(Strike(Boundary("commit", {}, 40)))
     verdict = api.run(migrating, target, results=tmp_path / "migrating")
     assert verdict.evidence.start.exact and verdict.evidence.start.mechanism == "wire"
     assert verdict.ok, [c.cause for c in verdict.failed]
@@ -275,7 +275,7 @@ def test_a_server_crash_at_a_commit_is_met_by_the_agent_and_recovered(tmp_path: 
     lost), a new one recovers the data; the LangGraph driver meets its lost connection by resuming the
     thread from what the server kept (the call was durable: the deploy runs once), and passes. The bug that
     starts the run over sends the prompt again: caught by inputs-once (tests/test_faults.py)."""
-    crash = Crash(Boundary("call-durable", {"tool": "deploy"}), "postgres-crash")
+    crash = Strike(Boundary("call-durable", {"tool": "deploy"}), "postgres-crash")
     verdict = api.run(api.load(ONE).with_crash(crash), LANGGRAPH, results=tmp_path)
     start = verdict.evidence.start
     assert start.reached and start.exact and not start.killed and start.outcome == "completed", start

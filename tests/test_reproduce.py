@@ -20,9 +20,9 @@ from chaos.scenario.model import (
     BLOCKED_REASONS,
     Boundary,
     Configuration,
-    Crash,
     Expect,
     Scenario,
+    Strike,
     Turn,
     WorkspaceFile,
 )
@@ -54,10 +54,14 @@ in_flight = st.sampled_from(
     [Boundary("model-request", {}, 2), Boundary("effect-running", {"effect": "deploy"}, 1)]
 )
 crashes = st.one_of(
-    st.builds(Crash, durable, st.sampled_from(["kill", "abort", "torn", "power-loss", "pause", "disk-full"])),
-    st.builds(Crash, in_flight, st.sampled_from(["kill", "abort", "power-loss"])),
     st.builds(
-        Crash, st.just(Boundary("model-request", {}, 1)), st.sampled_from(["reset", "hang", "trickle"])
+        Strike,
+        durable,
+        st.sampled_from(["kill", "abort", "torn", "power-loss", "paused-writer", "disk-full"]),
+    ),
+    st.builds(Strike, in_flight, st.sampled_from(["kill", "abort", "power-loss"])),
+    st.builds(
+        Strike, st.just(Boundary("model-request", {}, 1)), st.sampled_from(["reset", "hang", "trickle"])
     ),
 )
 configurations = st.builds(
@@ -151,7 +155,7 @@ def test_the_reproduce_command_of_a_torn_tail_case_tears_the_same_tail(tmp_path:
 def test_the_reproduce_command_keeps_the_crash_signal_of_the_case(tmp_path: Path) -> None:
     """Issue 12: a sweep case ran with SIGKILL, and its reproduce command reran it with the scenario's SIGINT."""
     scenario = load_scenario(REPO / "scenarios" / "abort-during-deploy.toml")
-    case = scenario.with_crash(Crash(Boundary.parse("stepAttempt#2")))
+    case = scenario.with_crash(Strike(Boundary.parse("stepAttempt#2")))
     first = run_case(case, load_target(REPO / "targets" / "reference.toml"), {}, tmp_path / "first")
     again = _rerun(first.reproduce(), tmp_path / "again")
     assert again["crash"] == "stepAttempt#2" == first.result().crash

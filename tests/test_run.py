@@ -12,7 +12,7 @@ from chaos.case.run import run_case
 from chaos.cli import main
 from chaos.contract import reduce
 from chaos.contract.framing import committed_facts, facts_of
-from chaos.scenario import Crash, load_scenario
+from chaos.scenario import Strike, load_scenario
 from chaos.scenario.model import Boundary
 from chaos.scenario.target import load_target
 from tests.conftest import REPO, needs_ptrace
@@ -117,7 +117,7 @@ BOUNDARIES = [
 def test_kills_land_exactly_at_the_boundary_even_between_commits(boundary: str, tmp_path: Path) -> None:
     """The prefix ends with the boundary's fact: no later fact is committed, whatever the agent does next."""
     scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml")
-    crash = Crash(Boundary.parse(boundary))
+    crash = Strike(Boundary.parse(boundary))
     verdict = run_case(
         scenario.with_crash(crash), load_target(REPO / "targets" / "reference.toml"), {}, tmp_path
     )
@@ -262,7 +262,7 @@ def test_a_recovery_blocked_after_its_own_progress_is_no_finding(tmp_path: Path)
     expectations this was judged 'not idle' (a false alarm); it is blocked, with no reason derived
     from the final log itself (that check could not fail)."""
     scenario = load_scenario(REPO / "scenarios" / "live-failure-blocked-by-environment.toml")
-    case = scenario.with_crash(Crash(Boundary("any")))
+    case = scenario.with_crash(Strike(Boundary("any")))
     verdict = run_case(case, load_target(REPO / "targets" / "reference.toml"), {}, tmp_path)
     assert verdict.ok, [c.text() for c in verdict.failed]
     outcome = next(c for c in verdict.checks if c.id == "outcome")

@@ -16,7 +16,7 @@ import pytest
 
 from chaos import api
 from chaos.errors import SpecError
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.store import STORES, Call, Output, View, store_named
 from chaos.store.sqlite import commits_frame
 from tests.conftest import MINED, REPO, needs_ptrace
@@ -44,10 +44,10 @@ def test_every_target_has_a_store_and_only_a_session_log_without_store_holds_fac
     from chaos.scenario.target import find_target, load_target
 
     reference = load_target(find_target("reference"))
-    assert (reference.store.kind, reference.store.path) == ("session-log", reference.sessions)
-    assert reference.facts and not reference.own_tools and reference.default_scenarios is None
+    assert (reference.store_spec.kind, reference.store_spec.path) == ("session-log", reference.sessions)
+    assert reference.facts and not reference.tools_in_code and reference.default_scenarios is None
     viewed = load_target(REPO / "tests" / "targets" / "reference-store.toml")
-    assert viewed.store.kind == "session-log" and not viewed.facts and viewed.own_tools
+    assert viewed.store_spec.kind == "session-log" and not viewed.facts and viewed.tools_in_code
     reads = {concern.NEEDS for concern in CONCERNS}
     assert reads == {"facts", "view", "world"}, reads
 
@@ -274,7 +274,7 @@ def test_a_third_store_sweeps_with_exact_kills_and_passes(tmp_path: Path) -> Non
 def test_a_store_agent_s_requests_are_judged_by_the_same_check(tmp_path: Path) -> None:
     """``requests-valid`` reads any agent's requests: a framework agent's resume that sends a call
     without its output is refused by the provider, as a session-log agent's would be."""
-    scenario = api.load(SCENARIO).with_crash(Crash(Boundary.parse("effect-running[effect=deploy]")))
+    scenario = api.load(SCENARIO).with_crash(Strike(Boundary.parse("effect-running[effect=deploy]")))
     verdict = api.run(
         scenario, STORE_AGENT, target_env={"STORE_AGENT_BUG": "orphan-request"}, results=tmp_path
     )
@@ -288,7 +288,7 @@ def test_the_session_log_is_the_first_adapter(tmp_path: Path) -> None:
     """The reference agent through the store cycle: killed at the commit that makes its bash call durable
     (its toolStarted), it never runs the deploy again and ends as the uninterrupted run does."""
     scenario = api.load(REPO / "scenarios" / "deploy-intent-durable.toml")
-    scenario = scenario.with_crash(Crash(Boundary("call-durable", {"tool": "bash"})))
+    scenario = scenario.with_crash(Strike(Boundary("call-durable", {"tool": "bash"})))
     verdict = api.run(scenario, REPO / "tests" / "targets" / "reference-store.toml", results=tmp_path)
     start = verdict.evidence.start
     assert start.exact, verdict.result().to_json()["phases"]
@@ -303,7 +303,7 @@ def test_a_power_cut_keeps_each_store_file_as_of_its_last_sync(tmp_path: Path) -
     line (the page cache survives), a power cut does not."""
     kept = {}
     for fault in ("kill", "power-loss"):
-        crash = Crash(Boundary("commit", nth=2), fault=fault)
+        crash = Strike(Boundary("commit", nth=2), fault_name=fault)
         verdict = api.run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path / fault)
         start = verdict.evidence.start
         assert start.exact and verdict.ok, [c.to_json() for c in verdict.failed]
@@ -353,7 +353,7 @@ def test_a_store_sweep_writes_junit_naming_each_failure(tmp_path: Path) -> None:
 def test_a_network_fault_lands_on_a_store_agent_and_its_run_is_recovered(tmp_path: Path) -> None:
     """A fault of the world (the model server resets the held request) lands on a framework agent as on a
     session-log one: the agent goes on through it, and a resume finishes what it left."""
-    crash = Crash(Boundary("model-request"), fault="reset")
+    crash = Strike(Boundary("model-request"), fault_name="reset")
     verdict = api.run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path)
     start = verdict.evidence.start
     assert start.reached and not start.killed and start.exact, verdict.result().to_json()["phases"]
@@ -414,7 +414,7 @@ def test_a_framework_agent_is_crashed_mid_stream(tmp_path: Path) -> None:
     """``model-stream`` lands on a framework agent that streams its answers: killed with the answer's first
     events delivered and the rest held, then resumed; a sweep crashes every streamed answer."""
     streaming = REPO / "tests" / "targets" / "store-agent-streaming.toml"
-    scenario = api.load(SCENARIO).with_crash(Crash(Boundary("model-stream")))
+    scenario = api.load(SCENARIO).with_crash(Strike(Boundary("model-stream")))
     verdict = api.run(scenario, streaming, results=tmp_path / "one")
     start = verdict.evidence.start
     assert start.killed and start.exact and start.mechanism == "world", verdict.result().to_json()["phases"]
@@ -493,7 +493,7 @@ def test_a_step_run_again_after_its_output_was_durable_is_its_own_failure(tmp_pa
     reading no output it recorded runs the deploy again under the same call id, which at least once
     allows: the one failure is output-once's, in words that say its output was durable."""
     target = REPO / "tests" / "targets" / "store-agent-at-least-once.toml"
-    case = api.load(SCENARIO).with_crash(Crash(Boundary.parse("output-durable[tool=deploy]")))
+    case = api.load(SCENARIO).with_crash(Strike(Boundary.parse("output-durable[tool=deploy]")))
     verdict = api.run(case, target, results=tmp_path / "correct")
     (held,) = [c for c in verdict.checks if c.id == "output-once"]
     assert verdict.ok and held.judged and verdict.evidence.start.exact

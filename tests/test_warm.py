@@ -20,7 +20,7 @@ from chaos.case.starts import Starts, _difference, facts_of
 from chaos.process.ptrace import default_signals
 from chaos.process.warm import Command, WarmStarts, command_of
 from chaos.scenario import load_scenario
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import find_target, load_target
 from chaos.world.contain import start_alone
 from tests.conftest import REPO, needs_ptrace
@@ -130,7 +130,7 @@ def test_the_same_case_cold_and_warm_gives_the_same_verdict_and_facts(tmp_path: 
     """Crashed at a durable boundary, resumed and resumed again: warm phases are killed where cold ones
     are (by the tracer where it runs), and every check and fact agrees; the server learned its imports."""
     scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
-        Crash(Boundary.parse("toolStarted"))
+        Strike(Boundary.parse("toolStarted"))
     )
     target = load_target(find_target("reference"))
     cold = run_case(scenario, target, folder=tmp_path / "cold")
@@ -156,7 +156,7 @@ def test_without_the_tracer_a_warm_start_is_waited_for_through_its_watcher(
     (a held model request) still lands."""
     monkeypatch.setenv("CHAOS_NO_PTRACE", "1")
     scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
-        Crash(Boundary.parse("model-request#2"))
+        Strike(Boundary.parse("model-request#2"))
     )
     starts = WarmStarts()
     try:
@@ -256,7 +256,7 @@ def test_a_phase_whose_warm_start_fails_starts_cold_and_says_why(tmp_path: Path)
     """The warm interpreter died (chaos's own helper, not the agent): each phase starts cold, the case is
     judged as a cold one would be, and each phase says why it is cold."""
     scenario = load_scenario(REPO / "scenarios" / "full-workflow.toml").with_crash(
-        Crash(Boundary.parse("toolStarted"))
+        Strike(Boundary.parse("toolStarted"))
     )
     target = load_target(find_target("reference"))
     starts = WarmStarts()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from chaos.scenario.model import Crash, Scenario
+from chaos.scenario.model import Scenario, Strike
 from chaos.scenario.target import Target
 
 
@@ -17,8 +17,8 @@ from chaos.scenario.target import Target
 class Case:
     scenario: Scenario
     target: Target
-    crash: Crash | None
-    then_crash: Crash | None = None
+    crash: Strike | None
+    then_crash: Strike | None = None
     as_written: bool = False  # the scenario's own crash, judged by its hand-written expectations
 
     @property

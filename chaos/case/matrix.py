@@ -23,7 +23,7 @@ from typing import Any
 
 from chaos.contract.kinds import kind_of
 from chaos.fault import IN_FLIGHT, Fault
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 
 RECOVERY = " in recovery"  # a cell's suffix for a second crash in recovery
 BETWEEN_CALLS = ("entry:toolUse", "entry:tool")  # an answer's calls are planned; a call's result is in
@@ -104,16 +104,16 @@ def place(fault: Fault, boundaries: list[Boundary], kinds: list[str], recovery: 
 
 def matrix_crashes(
     faults: Iterable[Fault], boundaries: list[Boundary], kinds: list[str], recovery: bool
-) -> list[Crash]:
+) -> list[Strike]:
     """The matrix's crashes for one phase, boundary by boundary in the phase's order."""
     placed: dict[int, list[str]] = {id(b): [] for b in boundaries}
     for fault in faults:
         for boundary in place(fault, boundaries, kinds, recovery):
             placed[id(boundary)].append(fault.name)
-    return [Crash(b, name) for b in boundaries for name in placed[id(b)]]
+    return [Strike(b, name) for b in boundaries for name in placed[id(b)]]
 
 
-def deepens(crash: Crash) -> bool:
+def deepens(crash: Strike) -> bool:
     """The matrix crashes this case's recovery again: a kill at the first boundary of its kind (each kind
     of moment of the run once, not every boundary: depth 2 everywhere is ``--depth 2``)."""
-    return crash.fault == "kill" and crash.boundary.nth == 1 and crash.boundary.what not in IN_FLIGHT
+    return crash.fault_name == "kill" and crash.boundary.nth == 1 and crash.boundary.what not in IN_FLIGHT

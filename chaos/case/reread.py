@@ -23,17 +23,17 @@ from chaos.process.phase import KEPT, Phase, PhaseKind
 from chaos.process.reap import KillReport
 from chaos.process.record import PhaseResult
 from chaos.scenario.files import load_scenario
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import load_target
 
 KINDS = {kind.value: kind for kind in PhaseKind}
 
 
-def _crash(text: str | None) -> Crash | None:
+def _crash(text: str | None) -> Strike | None:
     if not text:
         return None
     boundary, _, fault = text.partition(" (")
-    return Crash(Boundary.parse(boundary), fault.rstrip(")") or "kill")
+    return Strike(Boundary.parse(boundary), fault.rstrip(")") or "kill")
 
 
 def _kind(name: str) -> tuple[PhaseKind, int]:
@@ -96,7 +96,7 @@ def evidence_of(folder: Path) -> tuple[Evidence, CaseResult]:
         raise UsageError(f"{folder}: {err}") from None
     if not target.facts:
         raise UsageError(
-            f"{folder}: a case of a target judged on its {target.store.kind} store, whose copies per phase a "
+            f"{folder}: a case of a target judged on its {target.store_spec.kind} store, whose copies per phase a "
             "case does not keep: it can be judged again only by running it again"
         )
     phases, previous, requests = [], b"", 0

@@ -152,7 +152,7 @@ def commits_unseen(clean: Evidence) -> str | None:
     if None in seen or sum(c or 0 for c in seen) > 0:
         return None  # (None: untraced, the tracer unavailable; it says so where a commit is asked for)
     held = next((p.view_after for p in reversed(phases) if p.view_after and _grew(p)), None)
-    spec = clean.target.store
+    spec = clean.target.store_spec
     if held is None:
         return (
             f"the uninterrupted run against {clean.target.name} left nothing chaos reads at [store] path = "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from chaos.case.matrix import deepens, matrix_crashes
 from chaos.fault import FAULTS, Fault
-from chaos.scenario.model import PERSISTENCE, Boundary, Crash, Scenario
+from chaos.scenario.model import PERSISTENCE, Boundary, Scenario, Strike
 from chaos.scenario.target import Target, fault_unavailable
 
 
@@ -49,21 +49,21 @@ class CaseSpace:
 
     def crashes(
         self, target: Target, boundaries: list[Boundary], kinds: list[str], recovery: bool
-    ) -> list[Crash]:
+    ) -> list[Strike]:
         """The crash cases of one phase that passed ``boundaries`` (``kinds``: each one's kind of moment,
         ``chaos.case.matrix.moment``): the matrix's, or one per fault of the space at each boundary."""
         if self.matrix:
             return matrix_crashes(matrix_faults(target), boundaries, kinds, recovery)
         return [crash for boundary in boundaries for crash in self.crashes_at(boundary)]
 
-    def deepens(self, crash: Crash) -> bool:
+    def deepens(self, crash: Strike) -> bool:
         """A case crashed at ``crash`` has its recovery crashed again (depth 2, or the matrix's cells)."""
         return self.depth >= 2 or (self.matrix and deepens(crash))
 
-    def crashes_at(self, boundary: Boundary) -> list[Crash]:
+    def crashes_at(self, boundary: Boundary) -> list[Strike]:
         """One crash per fault of the space that can land at ``boundary``."""
         return [
-            Crash(boundary, name) for name in self.faults if FAULTS[name].applies_to(boundary.what) is None
+            Strike(boundary, name) for name in self.faults if FAULTS[name].applies_to(boundary.what) is None
         ]
 
 

@@ -34,7 +34,7 @@ def judge(ev: Evidence) -> list[Check]:
             Check("reached", f"the run reached {crash.boundary}", bool(start.reached), "reached", got)
         )
     name = "crash prefix reduces" if crash is not None else "the start's log reduces"
-    lost = crash is not None and crash.kind.cuts_to_synced and start.reached and not ev.prefix
+    lost = crash is not None and crash.fault.cuts_to_synced and start.reached and not ev.prefix
     if lost:  # a power cut that kept nothing: what was done on the lost facts is intent-synced's to judge
         why = "the power cut kept no log: nothing of it was durable (see intent-synced, requests-attempted)"
         checks.append(Check.skip("prefix-reduces", name, why))

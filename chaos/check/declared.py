@@ -25,7 +25,7 @@ def _runs(evidence: Evidence) -> dict[str, list[tuple[int, dict[str, Any]]]]:
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     problems = []
-    declared = evidence.target.store.semantics
+    declared = evidence.target.store_spec.semantics
     for key, runs in _runs(evidence).items():
         where = ", ".join(
             f"{phase_of(evidence, line).name} (call {e.get('callId', '?')})" for line, e in runs

@@ -18,7 +18,7 @@ CATALOG: dict[str, str] = {}  # (effect-count and prefix-plan are the log's conc
 
 
 def judge(ev: Evidence) -> list[Check]:
-    expect, spec = ev.scenario.expect, ev.target.store
+    expect, spec = ev.scenario.expect, ev.target.store_spec
     checks = []
     if expect.effects and spec.semantics != "at-most-once":
         checks.append(

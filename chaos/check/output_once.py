@@ -16,7 +16,7 @@ from chaos.cycle.evidence import Evidence
 
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
-    spec = evidence.target.store
+    spec = evidence.target.store_spec
     if spec.semantics != "at-least-once":
         raise NotJudged("at most once declared: every run again is effects-as-declared's")
     if spec.rerun_after_output:

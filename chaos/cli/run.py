@@ -21,7 +21,7 @@ from chaos.cli.options import (
 from chaos.errors import ExitCode, Skipped, UsageError
 from chaos.fault import FAULTS
 from chaos.report.console import ask_at_pause, render
-from chaos.scenario.model import Crash
+from chaos.scenario.model import Strike
 
 DEMO = "section8-read-replay"
 
@@ -31,15 +31,15 @@ def run(args: argparse.Namespace) -> int:
     crash, then = scenario.crash, scenario.then_crash
     try:
         if args.kill_at is not None:
-            crash = Crash(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
+            crash = Strike(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
         elif args.nth is not None and crash is not None:
             crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
         if args.fault and crash is not None:
-            crash = replace(crash, fault=args.fault[-1])
+            crash = replace(crash, fault_name=args.fault[-1])
         if args.then_kill_at is not None:
-            then = Crash(args.then_kill_at)
+            then = Strike(args.then_kill_at)
         if args.then_fault and then is not None:
-            then = replace(then, fault=args.then_fault)
+            then = replace(then, fault_name=args.then_fault)
     except ValueError as err:
         raise UsageError(f"--fault: {err}") from None
     scenario = scenario.with_crash(crash, then)

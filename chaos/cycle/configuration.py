@@ -130,9 +130,9 @@ def tool_names(target: Target, extra_env: dict[str, str]) -> list[str]:
     """The target's declared tools, as its configuration says. A framework agent's tools are its code:
     unless it declares some, those the world's MCP server serves where its tools are there, else those
     the bundled framework worlds of its kind call (``deploy``)."""
-    if target.own_tools and target.mcp is not None:
+    if target.tools_in_code and target.mcp is not None:
         return sorted(MCP_DEFINITIONS)  # the workspace tools it serves (``chaos.world.mcp_server``)
-    if target.own_tools and not target.tools:
+    if target.tools_in_code and not target.tools:
         worlds = [load_scenario(p) for p in scenario_files([target.default_scenarios or frameworks_folder()])]
         alike = [w for w in worlds if not _over_mcp(w.target)]
         return sorted({c["name"] for world in alike for t in world.turns for c in t.tool_calls})

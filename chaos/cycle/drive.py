@@ -28,7 +28,7 @@ from chaos.process.approval import THEN
 from chaos.process.phase import Phase, PhaseKind
 from chaos.process.run import continue_phase, phase_steps
 from chaos.process.warm import WarmStarts
-from chaos.scenario.model import Configuration, Crash, Scenario
+from chaos.scenario.model import Configuration, Scenario, Strike
 from chaos.scenario.target import Target
 from chaos.world.services import open_world
 from chaos.world.world import World
@@ -40,7 +40,7 @@ Keep = Callable[[Phase], None]
 class Paused:
     """What a person sees at ``chaos run --pause``: the agent is frozen at the boundary."""
 
-    crash: Crash | None
+    crash: Strike | None
     workspace: Path
     log_path: Path | None
     log: bytes

@@ -100,7 +100,7 @@ class Evidence:
         """The run ended failed under a fault of the provider's that it went on through (no crash): the
         contract's answer too, so what the uninterrupted run went on to do is not owed."""
         crash = self.scenario.crash
-        return self.ended.outcome == "failed" and crash is not None and not crash.kind.crashes
+        return self.ended.outcome == "failed" and crash is not None and not crash.fault.crashes
 
     @property
     def again(self) -> Phase | None:

@@ -35,7 +35,7 @@ from chaos.doctor.probes import ABORT_PROBE, PROBES
 from chaos.errors import ConfigurationUnusable, UsageError
 from chaos.process.warm import WarmStarts
 from chaos.report.text import printable
-from chaos.scenario.model import Boundary, Crash, Scenario, Turn
+from chaos.scenario.model import Boundary, Scenario, Strike, Turn
 from chaos.scenario.target import Target
 from chaos.store import View
 
@@ -153,7 +153,7 @@ def _failed(verdicts: list[Verdict], wanted: Callable[[Check], bool]) -> list[st
 
 def diagnose(target: Target, folder: Path, timeout: float = 20.0) -> Diagnosis:
     """Run the probes against ``target`` (results under ``folder``) and say what to change."""
-    if target.own_tools:  # the probe worlds script the contract's tools; a framework agent has its own
+    if target.tools_in_code:  # the probe worlds script the contract's tools; a framework agent has its own
         return _diagnose_store(target, folder, timeout)
     runs = Concern(
         "the start and resume commands run, and the agent writes its log where sessions says", True
@@ -269,7 +269,7 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
     """A framework agent, judged on its store: two small worlds with no tool in them (a user's graph has
     tools of its own), one turn run to its end and the same turn crashed with its model request in
     flight, then resumed."""
-    spec = target.store
+    spec = target.store_spec
     runs = Concern(f"the start and resume commands run, and the agent keeps its store at {spec.path}", True)
     exits = Concern("exit codes mean what [exit] says", True)
     answer = Concern("the run, and its resume after a crash, end with the answer in the store", False)
@@ -283,7 +283,7 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
             concern.judged = not concern.ok
         return Diagnosis(target, concerns, folder)
     crashed = run_case(
-        HELLO.with_crash(Crash(Boundary("model-request"))),
+        HELLO.with_crash(Strike(Boundary("model-request"))),
         target,
         folder=folder / "hello-crashed",
         timeout=timeout,
@@ -307,7 +307,7 @@ def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concer
                 f"{name}: {phase.name} ({shlex.join(phase.argv)}) exited {phase.returncode}, "
                 "which [exit] does not name" + (f"; it said: {said}" if said else "")
             )
-    start, spec = verdict.evidence.start.view_after or View(), verdict.target.store
+    start, spec = verdict.evidence.start.view_after or View(), verdict.target.store_spec
     if start.unreadable:
         runs.problems.append(f"{name}: the store cannot be read: {start.unreadable}")
     elif not verdict.evidence.start.killed and not start.started:

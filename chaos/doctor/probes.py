@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
+from chaos.scenario.model import Boundary, Configuration, Expect, Scenario, Strike, Turn, WorkspaceFile
 
 READ = {"name": "read", "arguments": {"path": "README.md"}}
 PROBES = (
@@ -16,7 +16,7 @@ PROBES = (
         prompt="Read the README.",
         files={"README.md": WorkspaceFile("hello\n")},
         turns=[Turn(tool_calls=[READ]), Turn(text="It says hello.")],
-        crash=Crash(Boundary("toolStarted", {"toolName": "read"})),
+        crash=Strike(Boundary("toolStarted", {"toolName": "read"})),
         name="doctor-two-turns",
         description="two turns, SIGKILL at the read's toolStarted: resume must finish the session",
     ),
@@ -30,7 +30,7 @@ PROBES = (
     Scenario(
         prompt="Say hello.",
         turns=[Turn(text="Hello.")],
-        crash=Crash(Boundary("model-request")),
+        crash=Strike(Boundary("model-request")),
         change=Configuration(environment_identity="doctor-another-machine"),
         expect=Expect(outcome="blocked", reason="environment_changed"),
         name="doctor-blocked",
@@ -40,7 +40,7 @@ PROBES = (
 ABORT_PROBE = Scenario(
     prompt="Say hello.",
     turns=[Turn(text="Hello.")],
-    crash=Crash(Boundary("model-request"), "abort"),
+    crash=Strike(Boundary("model-request"), "abort"),
     expect=Expect(outcome="aborted"),
     name="doctor-aborted",
     description="the abort signal with the request in flight: the run ends aborted (by the agent or its resume)",

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from chaos.fault import FAULTS
-from chaos.scenario.model import Boundary, Configuration, Crash, Expect, Scenario, Turn, WorkspaceFile
+from chaos.scenario.model import Boundary, Configuration, Expect, Scenario, Strike, Turn, WorkspaceFile
 from chaos.scenario.target import Target, fault_unavailable
 
 DEPLOY = WorkspaceFile('#!/bin/bash\n$CHAOS_EFFECT deploy "$@"\n', executable=True)
@@ -74,16 +74,16 @@ def _usable(faults: tuple[str, ...], target: Target) -> list[str]:
     ]
 
 
-def _crash(usable: list[str]) -> st.SearchStrategy[Crash]:
+def _crash(usable: list[str]) -> st.SearchStrategy[Strike]:
     """A crash at a drawn boundary, by a fault of ``usable`` that lands there (mostly a kill where kill
     is among them)."""
 
     @st.composite
-    def build(draw: st.DrawFn) -> Crash:
+    def build(draw: st.DrawFn) -> Strike:
         boundary = draw(_boundary())
         fits = [f for f in usable if FAULTS[f].applies_to(boundary.what) is None] or ["kill"]
         weighted = fits + ["kill"] * 4 if "kill" in fits else fits  # crashes weigh most
-        return Crash(boundary, draw(st.sampled_from(weighted)))
+        return Strike(boundary, draw(st.sampled_from(weighted)))
 
     return build()
 
@@ -102,18 +102,18 @@ CHANGES = [
 ]
 
 
-def _then(crash: Crash, usable: list[str]) -> st.SearchStrategy[Crash | None]:
+def _then(crash: Strike, usable: list[str]) -> st.SearchStrategy[Strike | None]:
     """A second crash during recovery: none, the same kind again (a crash loop), or an early fact; by a
     fault of ``usable`` that crashes at a durable boundary (a power cut during recovery, too)."""
     again = [f for f in usable if FAULTS[f].crashes and FAULTS[f].applies_to("stepAttempt") is None]
     again = again or ["kill"]
     return st.one_of(
         st.none(),
-        st.builds(lambda f: Crash(Boundary(crash.boundary.what, {}, 1), f), st.sampled_from(again))
+        st.builds(lambda f: Strike(Boundary(crash.boundary.what, {}, 1), f), st.sampled_from(again))
         if not crash.boundary.in_flight
         else st.none(),
-        st.builds(lambda f: Crash(Boundary("stepAttempt", {}, 1), f), st.sampled_from(again)),
-        st.builds(lambda n, f: Crash(Boundary("any", {}, n), f), st.integers(1, 3), st.sampled_from(again)),
+        st.builds(lambda f: Strike(Boundary("stepAttempt", {}, 1), f), st.sampled_from(again)),
+        st.builds(lambda n, f: Strike(Boundary("any", {}, n), f), st.integers(1, 3), st.sampled_from(again)),
     )
 
 
@@ -134,7 +134,7 @@ def scenarios(
     """Generated scenarios for ``target``: a script ending in a plain answer, one or two crashes by the
     faults given (as the target can take them), a configuration change. A framework agent judged on
     its store gets worlds of its own (``store_scenarios``)."""
-    if target.own_tools:
+    if target.tools_in_code:
         return store_scenarios(target, tools, faults)
 
     @st.composite
@@ -194,12 +194,12 @@ def store_scenarios(
         turns = [Turn(tool_calls=[{"name": tool, "arguments": {"service": s}}]) for s in calls]
         boundary = draw(_store_boundary(tool))
         fits = [f for f in usable if FAULTS[f].applies_to(boundary.what) is None] or ["kill"]
-        crash = Crash(boundary, draw(st.sampled_from(fits + ["kill"] * 4 if "kill" in fits else fits)))
+        crash = Strike(boundary, draw(st.sampled_from(fits + ["kill"] * 4 if "kill" in fits else fits)))
         then = draw(
             st.one_of(
                 st.none(),
-                st.builds(lambda n: Crash(Boundary("commit", {}, n)), st.integers(1, 3)),
-                st.just(Crash(Boundary("model-request", {}, 1))),
+                st.builds(lambda n: Strike(Boundary("commit", {}, n)), st.integers(1, 3)),
+                st.just(Strike(Boundary("model-request", {}, 1))),
             )
         )
         return _generated(

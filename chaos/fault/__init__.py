@@ -14,7 +14,7 @@ from chaos.fault.kill import Kill
 from chaos.fault.mcp import McpCutAnswer, McpError, McpRestart, McpSessionLost
 from chaos.fault.network import CutStream, Duplicate, Hang, InvalidJson, Reset, Trickle
 from chaos.fault.overtaken import Overtaken
-from chaos.fault.pause import PausedWriter
+from chaos.fault.paused_writer import PausedWriter
 from chaos.fault.postgres import PostgresCrash
 from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite

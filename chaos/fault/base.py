@@ -17,7 +17,7 @@ says *what* happens and *when*, never *how* a process is stopped or a syscall is
 - which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching;
 - where the default sweep's fault matrix lands it (``matrix``, ``in_recovery``).
 
-``Crash(boundary, fault)`` names a fault by its registry name, which is also its spelling on the command
+``Strike(boundary, fault)`` names a fault by its registry name, which is also its spelling on the command
 line (``--fault NAME``) and in a scenario file (``fault = "NAME"``).
 """
 

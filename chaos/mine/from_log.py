@@ -24,9 +24,9 @@ from chaos.contract.reducer import ContractError, Reducer
 from chaos.scenario.model import (
     Boundary,
     Configuration,
-    Crash,
     Expect,
     Scenario,
+    Strike,
     Turn,
     WorkspaceFile,
     workspace_path_problem,
@@ -247,15 +247,15 @@ def scenario_from_log(
         before = kind_of(tail[aborted - 1])[0]
         nth = sum(1 for f in tail[:aborted] if kind_of(f)[0] == before)
         ends_there = not reading.idle and aborted == len(tail) - 1
-        crash = Crash(Boundary(before, {}, nth), "abort-then-kill" if ends_there else "abort")
-        inferred.append(f"an abort at {crash.boundary} (where it became durable), as {crash.fault}")
+        crash = Strike(Boundary(before, {}, nth), "abort-then-kill" if ends_there else "abort")
+        inferred.append(f"an abort at {crash.boundary} (where it became durable), as {crash.fault_name}")
         if not reading.idle and not ends_there:
             unknown.append("the crash after the abort is not replayed (one crash per scenario)")
     elif not reading.idle and tail:
         last = tail[-1]
         what = kind_of(last)[0]
         nth = sum(1 for f in tail if kind_of(f)[0] == what)
-        crash = Crash(Boundary(what, {}, nth), "torn" if reading.torn else "kill")
+        crash = Strike(Boundary(what, {}, nth), "torn" if reading.torn else "kill")
         inferred.append(
             f"crash: {crash}, where the log ends" + (" (with a torn tail)" if reading.torn else "")
         )

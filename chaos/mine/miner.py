@@ -59,7 +59,7 @@ class Miner:
     def _mine_store(self, verdict: Verdict) -> list[str]:
         """A framework agent's crash prefixes: the store's files as each crash left them (the start's, and
         a recovery's crashed again), each with what its adapter reads of them."""
-        spec, evidence, names = verdict.target.store, verdict.evidence, []
+        spec, evidence, names = verdict.target.store_spec, verdict.evidence, []
         for phase in evidence.phases:
             if phase.crash is None or not phase.killed or phase.view_after is None:
                 continue

@@ -16,7 +16,7 @@ from chaos.contract.reading import appended_finishes
 from chaos.process.reap import KillReport
 from chaos.process.record import PhaseResult
 from chaos.process.tree import TracedProcess
-from chaos.scenario.model import Crash
+from chaos.scenario.model import Strike
 from chaos.store import View
 
 ABORT = threading.Event()  # set when chaos itself is interrupted: every phase stops and kills its target
@@ -40,7 +40,7 @@ class Phase:
 
     kind: PhaseKind
     argv: list[str]
-    crash: Crash | None = None
+    crash: Strike | None = None
     index: int = 0  # resumes count from 1
     returncode: int | None = None
     outcome: str | None = None

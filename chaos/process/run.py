@@ -33,7 +33,7 @@ from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
 from chaos.process.warm import WarmStarts
-from chaos.scenario.model import Configuration, Crash
+from chaos.scenario.model import Configuration, Strike
 from chaos.world.sandbox import sandbox_disk_full
 from chaos.world.world import World
 
@@ -144,7 +144,7 @@ def _power_cut(workspace: Path, written: dict[str, bytes], durable: dict[str, by
         Path(f"{path}-shm").unlink(missing_ok=True)
 
 
-def _tracer_needed(crash: Crash | None) -> str | None:
+def _tracer_needed(crash: Strike | None) -> str | None:
     """Why this crash cannot be carried out without the tracer, where it is unavailable (None: it can)."""
     if crash is None or ptrace.unavailable() is None:
         return None
@@ -154,9 +154,9 @@ def _tracer_needed(crash: Crash | None) -> str | None:
             f"unavailable here ({ptrace.unavailable()}); run it where ptrace is allowed, or crash at an "
             "in-flight boundary"
         )
-    if crash.kind.traced:
+    if crash.fault.traced:
         return (
-            f"the {crash.kind.name} fault needs the tracer (to see the agent's syncs, or to fail its system "
+            f"the {crash.fault.name} fault needs the tracer (to see the agent's syncs, or to fail its system "
             f"calls), and exact kills are unavailable here ({ptrace.unavailable()}); chaos does not pretend: "
             "run it where ptrace is allowed"
         )
@@ -194,8 +194,8 @@ def phase_steps(
     outside itself (a lock a paused writer holds, see ``chaos.process.waiting``), so that the cycle takes
     its next step meanwhile (lets the paused writer go on); the phase goes on when resumed, counting its
     own doings from there. Closing it early reaps the process, as an interruption does."""
-    crash, store, spec = phase.crash, world.store, world.target.store
-    fault = crash.kind if crash is not None else None
+    crash, store, spec = phase.crash, world.store, world.target.store_spec
+    fault = crash.fault if crash is not None else None
     refused = _tracer_needed(crash)
     if refused is not None:
         raise UsageError(refused)

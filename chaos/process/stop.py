@@ -33,7 +33,7 @@ from chaos.process.commits import Commits, reached
 from chaos.process.durability import Durability
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.store import View
 from chaos.world.world import World
 
@@ -54,14 +54,14 @@ KINDS: dict[int, TrapKind] = {
 @dataclass
 class Trigger:
     world: World
-    crash: Crash
+    crash: Strike
     watch: Watch | None = None  # durable boundaries
     request: int | None = None  # the held model request's number
     stream: int | None = None  # the held streamed answer's number
     gate: str | None = None  # the ledger gate, e.g. deploy.during#2
 
     @classmethod
-    def arm(cls, world: World, crash: Crash) -> Trigger:
+    def arm(cls, world: World, crash: Strike) -> Trigger:
         """Prepare the world so the boundary's ``nth`` occurrence *in this phase* is caught."""
         boundary = crash.boundary
         if boundary.what == "model-request":
@@ -136,7 +136,7 @@ class Stopper:
         self,
         world: World,
         trigger: Trigger | None,
-        crash: Crash | None,
+        crash: Strike | None,
         log: Callable[[], str],
         abort_signal: int,
         pause: Decide | None,
@@ -156,7 +156,7 @@ class Stopper:
         self.world = world  # its servers, as a fault may fail them (``chaos.fault.WorldServers``)
         self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
         self.begun_at_stop = 0
-        self.fault = crash.kind if crash is not None else FAULTS["kill"]
+        self.fault = crash.fault if crash is not None else FAULTS["kill"]
         self.log = log  # the log's path now ("" before it exists)
         self.abort_signal = abort_signal
         self.proc: TracedProcess | None = None

@@ -4,9 +4,9 @@ from chaos.scenario.files import load_scenario, scenario_files, scenario_toml, w
 from chaos.scenario.model import (
     Boundary,
     Configuration,
-    Crash,
     Expect,
     Scenario,
+    Strike,
     Turn,
     WorkspaceFile,
     call,
@@ -16,9 +16,9 @@ from chaos.scenario.target import Target, find_target, load_target
 __all__ = [
     "Boundary",
     "Configuration",
-    "Crash",
     "Expect",
     "Scenario",
+    "Strike",
     "Target",
     "Turn",
     "WorkspaceFile",

@@ -26,9 +26,9 @@ from chaos.scenario.model import (
     PERSISTENCE,
     Boundary,
     Configuration,
-    Crash,
     Expect,
     Scenario,
+    Strike,
     Turn,
     WorkspaceFile,
     file_conflicts,
@@ -48,11 +48,11 @@ def _built(table: Table, key: str | None, make: Callable[[], T]) -> T:
         return table.fail(key, str(err))  # type: ignore[no-any-return]
 
 
-LEGACY = {"signal": 'fault = "abort" (SIGINT) or fault = "pause" (SIGSTOP)', "torn": 'fault = "torn"'}
+LEGACY = {"signal": 'fault = "abort" (SIGINT) or fault = "paused-writer" (SIGSTOP)', "torn": 'fault = "torn"'}
 LEGACY["power_loss"] = 'fault = "power-loss"'
 
 
-def _crash(table: Table) -> Crash | None:
+def _crash(table: Table) -> Strike | None:
     if not table.data:
         return None
     for key, instead in LEGACY.items():
@@ -74,7 +74,7 @@ def _crash(table: Table) -> Crash | None:
     ):  # each filter alone, so an error points at its own field
         _built(where_table, key, lambda k=key, v=value: Boundary(at, {k: v}, nth))  # type: ignore[misc]
     boundary = _built(table, "where", lambda: Boundary(at, where, nth))
-    return _built(table, "fault", lambda: Crash(boundary, fault))
+    return _built(table, "fault", lambda: Strike(boundary, fault))
 
 
 def _configuration(table: Table) -> Configuration:
@@ -201,12 +201,12 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def _crash_document(c: Crash) -> dict[str, Any]:
+def _crash_document(c: Strike) -> dict[str, Any]:
     out: dict[str, Any] = {"at": c.boundary.what, "nth": c.boundary.nth}
     if c.boundary.where:
         out["where"] = dict(c.boundary.where)
-    if c.fault != "kill":
-        out["fault"] = c.fault
+    if c.fault_name != "kill":
+        out["fault"] = c.fault_name
     return out
 
 

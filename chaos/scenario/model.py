@@ -5,7 +5,7 @@ generates; it can be built in code with defaults for everything but the
 prompt and the model script::
 
     Scenario(prompt="Read the README.", turns=[Turn(tool_calls=[call("read", path="README.md")])],
-             files={"README.md": "hello\\n"}, crash=Crash("toolStarted[toolName=read]"))
+             files={"README.md": "hello\\n"}, crash=Strike("toolStarted[toolName=read]"))
 
 Everything here is plain data; the world, the run and the checks read it.
 """
@@ -157,29 +157,29 @@ class Boundary:
 
 
 @dataclass(frozen=True)
-class Crash:
+class Strike:
     """Where a case strikes, and how: ``fault`` names a fault of ``chaos.fault.FAULTS`` (``kill``, the
-    default, a SIGKILL; ``abort``; ``torn``; ``power-loss``; ``pause``; disk and network faults)."""
+    default, a SIGKILL; ``abort``; ``torn``; ``power-loss``; ``paused-writer``; disk and network faults)."""
 
     boundary: Boundary
-    fault: str = "kill"
+    fault_name: str = "kill"  # the fault's registry name, as a scenario file spells it
 
     def __post_init__(self) -> None:
         if isinstance(self.boundary, str):
             object.__setattr__(self, "boundary", Boundary.parse(self.boundary))
-        why = fault_named(self.fault).applies_to(self.boundary.what)
+        why = fault_named(self.fault_name).applies_to(self.boundary.what)
         if why:
             raise ValueError(why)
 
     @property
-    def kind(self) -> Fault:
-        return fault_named(self.fault)
+    def fault(self) -> Fault:
+        return fault_named(self.fault_name)
 
     def __str__(self) -> str:
-        return str(self.boundary) if self.fault == "kill" else f"{self.boundary} ({self.fault})"
+        return str(self.boundary) if self.fault_name == "kill" else f"{self.boundary} ({self.fault_name})"
 
     @classmethod
-    def parse(cls, text: str) -> Crash:
+    def parse(cls, text: str) -> Strike:
         """Read what ``str`` writes: ``boundary`` (a kill) or ``boundary (fault)``."""
         head, _, fault = text[:-1].rpartition(" (") if text.endswith(")") else ("", "", "")
         return cls(Boundary.parse(head), fault) if head else cls(Boundary.parse(text))
@@ -326,8 +326,8 @@ class Scenario:
     prompt: str
     turns: list[Turn]
     files: dict[str, WorkspaceFile] = field(default_factory=dict)
-    crash: Crash | None = None
-    then_crash: Crash | None = None
+    crash: Strike | None = None
+    then_crash: Strike | None = None
     start: Configuration = field(default_factory=Configuration)
     change: Configuration = field(default_factory=Configuration)
     expect: Expect = field(default_factory=Expect)
@@ -369,7 +369,7 @@ class Scenario:
         it requires, what its faults need (an abort), compaction, a streamed answer to crash in."""
         needs = list(self.requires)
         crashes = [c for c in (self.crash, self.then_crash) if c is not None]
-        needs += [need for c in crashes for need in c.kind.needs]
+        needs += [need for c in crashes for need in c.fault.needs]
         if any(c.boundary.what == "model-stream" for c in crashes):
             needs.append("streaming")
         if self.operation == "compaction":
@@ -379,14 +379,14 @@ class Scenario:
     def withholds_answer(self) -> bool:
         """A fault of this scenario keeps a model answer from arriving in time (``hang``, ``trickle``): the
         agent's own request deadline is what ends the wait."""
-        return any(c.kind.withholds for c in (self.crash, self.then_crash) if c is not None)
+        return any(c.fault.withholds for c in (self.crash, self.then_crash) if c is not None)
 
     def unreachable(self, own_effects: bool = False) -> str | None:
         """Why a crash of this scenario can never be reached, as its own script shows (a tool it never
         calls, a length stop it never makes, an effect no file performs, unless the agent performs effects with
         tools of its own: ``own_effects``, a framework agent), or None when it may be."""
         names = sorted({c["name"] for turn in self.turns for c in turn.tool_calls})
-        aborts = any("abort" in c.kind.needs for c in (self.crash, self.then_crash) if c is not None)
+        aborts = any("abort" in c.fault.needs for c in (self.crash, self.then_crash) if c is not None)
         for crash in (self.crash, self.then_crash):
             if crash is None:
                 continue
@@ -420,7 +420,7 @@ class Scenario:
                 return f"{b} can never be reached: {why}"
         return None
 
-    def with_crash(self, crash: Crash | None, then_crash: Crash | None = None) -> Scenario:
+    def with_crash(self, crash: Strike | None, then_crash: Strike | None = None) -> Scenario:
         """The same world crashed elsewhere; expectations become derived unless the crashes are the scenario's."""
         if (crash, then_crash) == (self.crash, self.then_crash):
             return self

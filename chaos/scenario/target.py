@@ -136,7 +136,7 @@ class Target:
     exit_codes: dict[str, int]
     configuration_command: list[str] | None  # None: derive from the log and ``tools``
     tools: list[ToolDeclaration]
-    store: StoreSpec  # its ``[store]``, else its session log (``sessions``): judged on the contract's facts
+    store_spec: StoreSpec  # its ``[store]``, else its session log (``sessions``): judged on its facts
     compact: list[str] | None = None  # starts a compaction of {session_id}, for compaction scenarios
     approve: list[str] | None = None  # approves a run of {session_id} that exited parked (a person, later)
     protocol: str = "openai-chat"  # what the agent speaks to its model (chaos.world.protocols)
@@ -170,10 +170,10 @@ class Target:
     @property
     def facts(self) -> bool:
         """Its store holds the session contract's facts (``StoreSpec.facts``)."""
-        return self.store.facts
+        return self.store_spec.facts
 
     @property
-    def own_tools(self) -> bool:
+    def tools_in_code(self) -> bool:
         """Its tools, and the effects they perform, are its own code (a framework agent), not declared in
         the target file nor performed by a workspace file: an agent that keeps no contract facts declares
         no contract tools."""
@@ -325,7 +325,7 @@ def load_target(path: Path) -> Target:
         approve=approve,
         protocol=top.choice("protocol", PROTOCOL_NAMES, "openai-chat"),
         capabilities=capabilities,
-        store=declared or StoreSpec("session-log", sessions, facts=True),
+        store_spec=declared or StoreSpec("session-log", sessions, facts=True),
         fixtures=_fixtures(top, path),
         request_deadline=_deadline(top, takes_deadline),
         takes_deadline=takes_deadline,
@@ -451,7 +451,7 @@ def unmet(scenario: Scenario, target: Target, tools: Callable[[], list[str]]) ->
             f"{scenario.name} needs the MCP SDK for {target.name}'s tools (pip install 'durable-chaos[mcp]')"
         )
     for need in scenario.needs():
-        if need.startswith("tool:") and target.own_tools and target.mcp is None:
+        if need.startswith("tool:") and target.tools_in_code and target.mcp is None:
             continue  # a framework agent's tools are its own code (unless they are the world's MCP server's)
         why = target.capabilities.lacks(need, tools() if need.startswith("tool:") else [])
         if why:
@@ -464,7 +464,7 @@ def fault_unavailable(target: Target, fault: Fault) -> str | None:
     if target.facts:
         why = fault.unavailable_on_log()
         return None if why is None else f"{why} (target {target.name} keeps a session log)"
-    commit = store_named(target.store.kind).commit
+    commit = store_named(target.store_spec.kind).commit
     why = fault.unavailable_on_store(commit)
     if why is None:
         return None
@@ -490,10 +490,10 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
         if not target.facts and not (boundary.in_store or boundary.in_flight):
             return (
                 f"{boundary} is a fact of a session log, and the target {target.name} is judged on its "
-                f"{target.store.kind} store; crash it at commit, call-durable[tool=NAME], "
+                f"{target.store_spec.kind} store; crash it at commit, call-durable[tool=NAME], "
                 "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
             )
-        unavailable = fault_unavailable(target, crash.kind)
+        unavailable = fault_unavailable(target, crash.fault)
         if unavailable:
             return unavailable
     return None

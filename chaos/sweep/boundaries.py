@@ -11,7 +11,7 @@ from chaos.contract.reading import facts, reduced
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
-from chaos.scenario.model import Boundary, Crash
+from chaos.scenario.model import Boundary, Strike
 from chaos.sweep.settings import Settings
 
 
@@ -44,12 +44,12 @@ def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list
     ]
 
 
-def _crashes(space: CaseSpace, case: Case, evidence: Evidence, phase: Phase, recovery: bool) -> list[Crash]:
+def _crashes(space: CaseSpace, case: Case, evidence: Evidence, phase: Phase, recovery: bool) -> list[Strike]:
     boundaries = phase_boundaries(phase)
     return space.crashes(case.target, boundaries, _kinds(evidence, phase, boundaries), recovery)
 
 
-def children(case: Case, verdict: Verdict, space: CaseSpace) -> list[Crash]:
+def children(case: Case, verdict: Verdict, space: CaseSpace) -> list[Strike]:
     """The crashes to run next: at a clean run's boundaries, or at a crash case's first resume's (depth
     2, or the matrix's second crash in recovery)."""
     if case.as_written:
@@ -72,13 +72,13 @@ def cell_of(case: Case, evidence: Evidence) -> str:
     kind = crash.boundary.what
     if crashed and kind == "model-request":
         kind = _kinds(evidence, crashed[-1], [crash.boundary])[0]
-    return cell(crash.fault, kind, case.then_crash is not None)
+    return cell(crash.fault_name, kind, case.then_crash is not None)
 
 
 def child_cases(case: Case, crash: str, settings: Settings) -> list[Case]:
     """The case ``crash`` (as ``children`` named it) leads to from ``case``: a crash of the scenario as
     written, or (from a crash case) a second crash in its recovery. Outside the shard: none."""
-    found = Crash.parse(crash)
+    found = Strike.parse(crash)
     child = (
         Case(case.scenario, case.target, found)
         if case.crash is None

@@ -16,7 +16,7 @@ from chaos.contract.planner import ROWS
 from chaos.contract.reading import decision
 from chaos.cycle.evidence import Evidence
 from chaos.process.phase import Phase
-from chaos.scenario.model import Crash
+from chaos.scenario.model import Strike
 
 
 def _aborts(phase: Phase) -> list[bytes]:
@@ -95,7 +95,7 @@ def coverage_of(results: list[CaseResult]) -> Coverage:
             continue
         if result.cell:
             found.cells[result.cell] = found.cells.get(result.cell, 0) + 1
-        for crash in (Crash.parse(c) for c in (result.crash, result.then_crash) if c):
-            by_kind = found.faults.setdefault(crash.fault, {})
+        for crash in (Strike.parse(c) for c in (result.crash, result.then_crash) if c):
+            by_kind = found.faults.setdefault(crash.fault_name, {})
             by_kind[crash.boundary.what] = by_kind.get(crash.boundary.what, 0) + 1
     return found

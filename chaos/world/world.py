@@ -62,7 +62,7 @@ class World:
     @property
     def store(self) -> Store:
         """The adapter of the target's store: what it makes durable, read at the commits of its files."""
-        return store_named(self.target.store.kind)
+        return store_named(self.target.store_spec.kind)
 
     @property
     def spoil_tool_answer(self) -> Callable[[str], None] | None:

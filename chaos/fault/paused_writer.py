@@ -9,7 +9,7 @@ from chaos.fault.base import Fault, Stop
 
 
 class PausedWriter(Fault):
-    name = "pause"
+    name = "paused-writer"
     summary = "freeze the writer at its boundary while a second process resumes the session (two writers)"
     crashes = False
     hands_on = True
