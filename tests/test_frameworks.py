@@ -367,6 +367,20 @@ def test_a_store_in_the_rollback_journal_commits_where_chaos_sees_it(tmp_path: P
     assert main(["run", str(ONE), "--target", str(elsewhere), "--results", str(tmp_path / "cli")]) == 2
 
 
+@dbos
+def test_a_full_disk_under_dbos_fails_the_start_and_the_resume_finishes_it(tmp_path: Path) -> None:
+    """DBOS's SQLite store, its writes refused (ENOSPC) from its fifth commit on, after the deploy's step
+    began: SQLite reports the full disk, the start ends failed by itself (not killed), and the resume,
+    the disk with room again, completes the run (the deploy again under the same call id, as at least
+    once allows)."""
+    crash = Strike(Boundary("commit", nth=5), fault_name="disk-full")
+    verdict = api.run(api.load(ONE).with_crash(crash), "dbos", results=tmp_path)
+    start = verdict.evidence.start
+    assert start.reached and not start.killed and start.failed_calls >= 1 and start.outcome == "failed"
+    assert verdict.evidence.recoveries[0].outcome == "completed"
+    assert verdict.ok, _problems(verdict)
+
+
 @langgraph
 def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     """A graph that parks for approval (``interrupt()``) exits parked; the target's approve command, run

@@ -366,8 +366,29 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
     from chaos.fault import FAULTS
 
     lands = sorted(name for name, fault in FAULTS.items() if fault.unavailable_on_store() is None)
-    assert {"kill", "power-loss", "reset", "hang"} <= set(lands)
+    assert {"kill", "power-loss", "reset", "hang", "disk-full", "fsync-error", "short-write"} <= set(lands)
     assert "needs a session log" in (FAULTS["torn"].unavailable_on_store() or "")
+    # a disk fault fails the agent's own calls on its store's files: a server's store has none here
+    assert "has none on this machine" in (FAULTS["disk-full"].unavailable_on_store("wire") or "")
+    assert FAULTS["postgres-crash"].unavailable_on_store("wire") is None
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_disk_fault_lands_on_a_store_and_an_agent_that_ignores_it_is_caught(tmp_path: Path) -> None:
+    """A full disk from the store's first commit on: the store's next write fails with ENOSPC. The correct
+    agent stops by itself (failed) and its resume finishes the run; one that takes the refused write as
+    made runs the deploy with its call not durable."""
+    scenario = api.load(SCENARIO).with_crash(Strike(Boundary("commit", nth=1), fault_name="disk-full"))
+    verdict = api.run(scenario, STORE_AGENT, results=tmp_path / "ok")
+    start = verdict.evidence.start
+    assert start.reached and not start.killed and start.failed_calls >= 1, verdict.result().to_json()
+    assert start.outcome == "failed" and verdict.evidence.recoveries[0].outcome == "completed"
+    assert verdict.ok, [c.to_json() for c in verdict.failed]
+    careless = api.run(
+        scenario, STORE_AGENT, results=tmp_path / "bug", target_env={"STORE_AGENT_BUG": "ignore-write-errors"}
+    )
+    assert "effect-after-durable-call" in {c.id for c in careless.failed}, careless.result().to_json()
 
 
 @pytest.mark.slow

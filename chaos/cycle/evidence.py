@@ -64,11 +64,13 @@ class Evidence:
     @property
     def began(self) -> bool:
         """The run's input was durable in the store when it crashed (or it did not crash): there is a run
-        to resume. A crash before that loses the run, and a resume that then does nothing is right."""
+        to resume. A crash before that loses the run, and a resume that then does nothing is right; so does
+        a run that failed by itself under a fault it went on through (a full disk) before its input was
+        durable: it said so, and there is nothing to resume."""
         crashed = self.crashed_phase
-        return (
-            crashed is None or not crashed.killed or bool(crashed.view_after and crashed.view_after.started)
-        )
+        if crashed is None or (crashed.view_after is not None and crashed.view_after.started):
+            return True
+        return not crashed.killed and crashed.outcome != "failed"
 
     def effects(self, kind: str = "start") -> list[dict[str, Any]]:
         """The ledger's lines of one kind: each effect's start (or done)."""

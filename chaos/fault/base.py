@@ -83,8 +83,9 @@ class Stop(Protocol):
     def let_go(self) -> None:
         """The world lets the boundary it holds go on (the held request answered, the gate opened)."""
 
-    def log_path(self) -> str:
-        """The session log's path now ("" before it exists, or for a store)."""
+    def stores(self, path: str) -> bool:
+        """``path`` is one of the files the agent makes durable: its session log, or its store's (a
+        database, its WAL or rollback journal, a file of lines)."""
 
     def watch_facts(self) -> FactWatch:
         """A watch of the facts the agent commits to its log from now on."""
@@ -105,7 +106,7 @@ class Stop(Protocol):
         """The trapped write asks for ``count`` bytes only: it comes back short."""
 
     def drop_unsynced(self) -> None:
-        """The kernel dropped the log's dirty pages: nothing unsynced counts from here."""
+        """The kernel dropped the store's dirty pages: nothing unsynced counts from here."""
 
 
 class WorldServers(Protocol):
@@ -202,8 +203,9 @@ class Arming(Protocol):
 
 
 class Failing(Injection):
-    """A disk fault in force: from the boundary on, the log's system calls fail as ``how`` says (the
-    trap that reached the boundary is the first); the agent sees the error."""
+    """A disk fault in force: from the boundary on, the system calls on the store's files (a session log,
+    a database and its WAL or journal) fail as ``how`` says (the trap that reached the boundary is the
+    first); the agent sees the error."""
 
     def __init__(self, how: FailingCalls) -> None:
         self.how, self.failed = how, 0
@@ -212,7 +214,7 @@ class Failing(Injection):
     def at_trap(self, stop: Stop, trap: Trap) -> bool:
         how = self.how
         kind = {"write": "write", "writev": "writev", "sync-entry": "sync"}.get(trap.kind)
-        if kind is None or kind not in how.calls or stop.trapped_file(trap)[0] != stop.log_path():
+        if kind is None or kind not in how.calls or not stop.stores(stop.trapped_file(trap)[0]):
             return False
         if how.once and self.failed:
             return False
@@ -268,17 +270,25 @@ class Fault:
         return None
 
     on_stores: ClassVar[bool] = False  # lands on a framework agent's store too (``chaos.store``)
+    on_server_stores: ClassVar[bool] = True  # ... and on one on a database server (it fails no call here)
 
     def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         """Why this fault cannot land on a framework agent judged on its store, or None when it can (each
-        fault says so itself: a fault that needs a session log's facts, or its writes, cannot). ``commit``:
-        how the store commits (``chaos.store.Store.commit``; "wire" for a store on a database server)."""
-        if self.on_stores:
-            return None
-        return (
-            f"the {self.name} fault needs a session log (its facts, or the writes the tracer fails), and a "
-            "framework's store has none yet"
-        )
+        fault says so itself: a fault that needs a session log's facts cannot; one that fails the agent's
+        system calls on its store's files needs them on this machine). ``commit``: how the store commits
+        (``chaos.store.Store.commit``; "wire" for a store on a database server)."""
+        if not self.on_stores:
+            return (
+                f"the {self.name} fault needs a session log (its facts, or the writes the tracer fails), and "
+                "a framework's store has none yet"
+            )
+        if commit == "wire" and not self.on_server_stores:
+            return (
+                f"the {self.name} fault fails the agent's own system calls on its store's files, and a store "
+                "on a database server has none on this machine (its disk is the server's; postgres-crash "
+                "crashes the server)"
+            )
+        return None
 
     def unavailable_on_log(self) -> str | None:
         """Why this fault cannot land on an agent judged on its session log (no store), or None when it can

@@ -10,10 +10,12 @@ from chaos.fault.base import ENOSPC, Failing, FailingCalls, Fault, Injection, St
 
 class DiskFull(Fault):
     name = "disk-full"
-    summary = "from the boundary on, the log's writes fail with ENOSPC; the agent must stop by itself"
+    summary = "from the boundary on, the store's writes fail with ENOSPC; the agent must stop by itself"
     matrix = "each-write"
     in_recovery = "first-write"
     traced = True
+    on_stores = True  # a database, its WAL or journal, as a session log
+    on_server_stores = False
     crashes = False
     enables = ("intent-before-effect", "requests-attempted", "final-reduces")
 

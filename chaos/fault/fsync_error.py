@@ -10,10 +10,12 @@ from chaos.fault.base import EIO, Failing, FailingCalls, Fault, Injection, Stop
 
 class FsyncError(Fault):
     name = "fsync-error"
-    summary = "the next sync of the log fails with EIO and its unsynced bytes are dropped"
+    summary = "the next sync of the store fails with EIO and its unsynced bytes are dropped"
     matrix = "each-write"
     in_recovery = "first-write"
     traced = True
+    on_stores = True  # a database, its WAL or journal, as a session log
+    on_server_stores = False
     crashes = False
     cuts_to_synced = True
     enables = ("intent-synced", "requests-attempted")

@@ -8,10 +8,12 @@ from chaos.fault.base import Failing, FailingCalls, Fault, Injection, Stop
 
 class ShortWrite(Fault):
     name = "short-write"
-    summary = "the next write to the log returns a short count; the agent must finish it or stop"
+    summary = "the next write to the store returns a short count; the agent must finish it or stop"
     matrix = "each-write"
     in_recovery = "first-write"
     traced = True
+    on_stores = True  # a database, its WAL or journal, as a session log
+    on_server_stores = False
     crashes = False
     enables = ("final-reduces",)
 

@@ -20,7 +20,7 @@ class Tearing(Injection):
             stop.kill()
         elif trap.kind == "write":
             path, count = stop.trapped_file(trap)
-            if path == stop.log_path() and count > 1:
+            if stop.stores(path) and count > 1:
                 stop.shorten(trap, count // 2)
                 return True  # stopped again when it returns: then the kill
         elif trap.kind == "exit":

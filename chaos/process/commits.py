@@ -63,6 +63,7 @@ class Commits:
     _removing: dict[int, str] = field(default_factory=dict)  # pid -> the store file its unlink names
     unlinked: set[str] = field(default_factory=set)  # store files removed since their directory's last sync
     gone: set[str] = field(default_factory=set)  # store files removed, and their directory synced after
+    dropped: bool = False  # a sync failed (fsync-error): the kernel may have dropped the dirty pages
 
     def _role(self, path: str) -> tuple[str, str] | None:
         """Which of the store's files ``path`` is ("main", "wal", "journal", or "line" for a line store),
@@ -76,6 +77,14 @@ class Commits:
             if relative.endswith(side) and fnmatch.fnmatch(relative[: -len(side)], self.path):
                 return role, relative
         return ("main", relative) if fnmatch.fnmatch(relative, self.path) else None
+
+    def holds(self, path: str) -> bool:
+        """``path`` is one of the store's files on this machine (a disk fault fails the calls on them)."""
+        return self._role(path) is not None
+
+    def drop_unsynced(self) -> None:
+        """A sync of the store failed: what was not synced before it never will be (fsync-error)."""
+        self.dropped = True
 
     def _begins(self, pid: int, state: str) -> bool:
         """``pid``'s trapped call completes a commit when it returns: stop it then (and hold it there on a
@@ -115,7 +124,7 @@ class Commits:
     def _synced(self, path: str | None) -> None:
         """A sync returned 0: the named store file (every one, for ``sync``/``syncfs``) is durable as it is;
         a synced directory makes the removals in it durable."""
-        if not self.power_cut:
+        if not self.power_cut or self.dropped:
             return
         for name in [n for n in self.unlinked if path in (None, os.path.dirname(self.workspace / n))]:
             self.unlinked.discard(name)

@@ -209,8 +209,10 @@ class Stopper:
         if self.trigger is not None:
             self.late = self.trigger.late_facts()
 
-    def log_path(self) -> str:
-        return self.log()
+    def stores(self, path: str) -> bool:
+        if self.commits is not None:
+            return self.commits.holds(path)
+        return bool(path) and path == self.log()
 
     def watch_facts(self) -> Watch:
         assert self.trigger is not None and self.trigger.watch is not None
@@ -237,8 +239,9 @@ class Stopper:
         ptrace.shorten_write(trap.pid, count)
 
     def drop_unsynced(self) -> None:
-        if self.durability is not None:
-            self.durability.drop_unsynced()
+        for model in (self.durability, self.commits):
+            if model is not None:
+                model.drop_unsynced()
 
     def landing(self) -> Landing:
         return self.injection.landing() if self.injection is not None else Landing()
@@ -258,18 +261,20 @@ class Stopper:
 
     # -- durable boundaries: called by the tracer with the trapping process stopped ---------------
     def at_trap(self, pid: int, tag: int) -> bool:
-        if self.commits is not None:
-            return self._commit(pid, tag)
-        asked = self.durability.observe(pid, tag) if self.durability is not None else False
+        """One path for every store: its durability model sees the trap first (a log's syncs, a store's
+        commits and syncs), then the fault in force, if the boundary was reached; else the boundary is
+        judged (a log's facts here; a store's commits as its model completes them)."""
+        asked = self._observe(pid, tag)
         if self.stopped and self.injection is not None:
             return self.injection.at_trap(self, Trap(pid, KINDS.get(tag, "other"))) or asked
-        if tag == ptrace.SYNC_ENTRY:
+        if self.commits is not None or tag == ptrace.SYNC_ENTRY:
             return asked  # a sync is judged when it returns, once the bytes are durable
         return self._judge(pid, tag) or asked
 
-    def _commit(self, pid: int, tag: int) -> bool:
-        """A framework's store: each commit the tracer sees, judged against the store boundary."""
-        assert self.commits is not None
+    def _observe(self, pid: int, tag: int) -> bool:
+        """The store's durability model at a trap: whether to stop the call again when it returns."""
+        if self.commits is None:
+            return self.durability.observe(pid, tag) if self.durability is not None else False
         asked, committed = self.commits.observe(pid, tag)
         if committed:
             self._committed()
