@@ -29,6 +29,7 @@ TABLE = {
     "power-loss": ("power-loss-after-deploy", "no-fsync", "intent-synced"),
     "paused-writer": ("two-writers", "no-session-lock", "one-writer"),
     "abort-then-kill": ("abort-then-crash", "resume-ignores-abort", "plan-followed"),
+    "terminate": ("terminate-mid-run", "sigterm-aborts", "outcome"),
     "disk-full": ("disk-full", "ignore-log-errors", "intent-before-effect"),
     "fsync-error": ("fsync-error", "ignore-log-errors", "intent-synced"),
     "short-write": ("short-write", "ignore-log-errors", "final-reduces"),

@@ -382,6 +382,20 @@ def test_a_full_disk_under_dbos_fails_the_start_and_the_resume_finishes_it(tmp_p
 
 
 @langgraph
+@pytest.mark.parametrize("fault", ["abort", "terminate"])
+def test_a_graph_stopped_by_a_signal_mid_tool_is_recovered(fault: str, tmp_path: Path) -> None:
+    """SIGINT (a person's Ctrl-C) or SIGTERM (a supervisor's stop) while the deploy runs: the graph's
+    process ends on the signal by its own code (chaos does not kill it), the held deploy goes on, and the
+    resume completes the run with the deploy under its one call id (at least once, as declared)."""
+    crash = Strike(Boundary("effect-running", {"effect": "deploy"}), fault_name=fault)
+    verdict = api.run(api.load(ONE).with_crash(crash), "langgraph", results=tmp_path)
+    start = verdict.evidence.start
+    assert start.reached and not start.killed and not start.timed_out, verdict.result().to_json()
+    assert start.returncode in (-2, -15) and verdict.evidence.recoveries[0].outcome == "completed"
+    assert verdict.ok, _problems(verdict)
+
+
+@langgraph
 def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     """A graph that parks for approval (``interrupt()``) exits parked; the target's approve command, run
     as a person would later, gives it (``Command(resume=True)``) in a process of its own. chaos chains

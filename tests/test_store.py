@@ -367,6 +367,7 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
 
     lands = sorted(name for name, fault in FAULTS.items() if fault.unavailable_on_store() is None)
     assert {"kill", "power-loss", "reset", "hang", "disk-full", "fsync-error", "short-write"} <= set(lands)
+    assert {"abort", "abort-then-kill", "terminate"} <= set(lands)  # a framework runs its own code on them
     assert "needs a session log" in (FAULTS["torn"].unavailable_on_store() or "")
     # a disk fault fails the agent's own calls on its store's files: a server's store has none here
     assert "has none on this machine" in (FAULTS["disk-full"].unavailable_on_store("wire") or "")

@@ -26,7 +26,8 @@ from chaos.fault import IN_FLIGHT, Fault
 from chaos.scenario.model import Boundary, Strike
 
 RECOVERY = " in recovery"  # a cell's suffix for a second crash in recovery
-BETWEEN_CALLS = ("entry:toolUse", "entry:tool")  # an answer's calls are planned; a call's result is in
+# an answer's calls are planned; a call's result is in (in a session log, or in a framework's store)
+BETWEEN_CALLS = ("entry:toolUse", "entry:tool", "call-durable", "output-durable")
 
 
 def request_kinds(

@@ -65,12 +65,12 @@ class Evidence:
     def began(self) -> bool:
         """The run's input was durable in the store when it crashed (or it did not crash): there is a run
         to resume. A crash before that loses the run, and a resume that then does nothing is right; so does
-        a run that failed by itself under a fault it went on through (a full disk) before its input was
-        durable: it said so, and there is nothing to resume."""
+        a run that ended otherwise than completed under its fault (failed on a full disk, stopped by a
+        signal) before its input was durable: there is nothing to resume."""
         crashed = self.crashed_phase
         if crashed is None or (crashed.view_after is not None and crashed.view_after.started):
             return True
-        return not crashed.killed and crashed.outcome != "failed"
+        return not crashed.killed and crashed.outcome == "completed"
 
     def effects(self, kind: str = "start") -> list[dict[str, Any]]:
         """The ledger's lines of one kind: each effect's start (or done)."""

@@ -18,6 +18,7 @@ from chaos.fault.paused_writer import PausedWriter
 from chaos.fault.postgres import PostgresCrash
 from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite
+from chaos.fault.terminate import Terminate
 from chaos.fault.torn import Torn
 
 FAULTS: dict[str, Fault] = {
@@ -29,6 +30,7 @@ FAULTS: dict[str, Fault] = {
         PowerLoss(),
         PausedWriter(),
         AbortThenKill(),
+        Terminate(),
         DiskFull(),
         FsyncError(),
         ShortWrite(),

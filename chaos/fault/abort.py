@@ -1,10 +1,31 @@
 """``abort``: deliver the target's abort signal at the boundary (SIGINT, by the target's ``[capabilities]``).
-The agent makes ``abortRequested`` durable and finishes the abort, itself or through its resume; the
-contract says nothing of signals, so only a target that declares an abort gets it."""
+A session-log agent makes ``abortRequested`` durable and finishes the abort, itself or through its resume;
+the contract says nothing of signals, so only a target that declares an abort gets it. A framework agent
+runs its own code on it (Python's ``KeyboardInterrupt`` through the framework's handlers) and stops; its
+resume recovers what the store holds. A boundary the world holds (an effect at its gate, a request) is let
+go after a moment, as the real tool or provider would go on meanwhile: a process that waits for its
+threads' work before it exits is not stuck on chaos's hold."""
 
 from __future__ import annotations
 
-from chaos.fault.base import Fault, Stop
+import time
+
+from chaos.fault.base import Fault, Injection, Stop
+
+GRACE = 2.0  # seconds the world keeps holding its boundary after the signal
+
+
+class Signalled(Injection):
+    """The signal was delivered: after ``GRACE`` seconds, the world lets its held boundary go on."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.let_go = False
+
+    def tick(self, stop: Stop) -> None:
+        if not self.let_go and time.monotonic() - self.since >= GRACE:
+            self.let_go = True
+            stop.let_go()
 
 
 class Abort(Fault):
@@ -12,9 +33,11 @@ class Abort(Fault):
     summary = "the target's abort signal at the boundary: the agent aborts the operation itself"
     places = "anywhere"
     needs = ("abort",)
+    on_stores = True
     matrix = "between-calls"
     crashes = False
     enables = ("outcome", "prefix-reduces", "plan-followed")
 
-    def stop(self, stop: Stop) -> None:
+    def stop(self, stop: Stop) -> Injection:
         stop.abort()
+        return Signalled()

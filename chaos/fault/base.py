@@ -70,6 +70,9 @@ class Stop(Protocol):
     def freeze(self) -> None:
         """SIGSTOP the whole tree and hand it on: a second writer resumes meanwhile."""
 
+    def terminate(self) -> None:
+        """SIGTERM to every process of the tree (a supervisor's stop); it runs its own code on it."""
+
     def go_on(self) -> None:
         """No stop: the fault is the world's (the model server's answer, a failing disk)."""
 
@@ -87,8 +90,9 @@ class Stop(Protocol):
         """``path`` is one of the files the agent makes durable: its session log, or its store's (a
         database, its WAL or rollback journal, a file of lines)."""
 
-    def watch_facts(self) -> FactWatch:
-        """A watch of the facts the agent commits to its log from now on."""
+    def watch_facts(self) -> FactWatch | None:
+        """A watch of the facts the agent commits to its log from now on (None for a framework's store:
+        its commits are told to the injection, ``Injection.committed``)."""
 
     def commits_made(self, by: float | None = None) -> int:
         """The store's commits completed in the phase (by the moment ``by``, epoch seconds)."""

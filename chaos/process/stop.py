@@ -189,6 +189,10 @@ class Stopper:
         assert self.proc is not None
         self.proc.signal(self.abort_signal)
 
+    def terminate(self) -> None:
+        assert self.proc is not None
+        self.proc.signal_group(signal.SIGTERM)
+
     def freeze(self) -> None:
         assert self.proc is not None
         self.frozen = True
@@ -214,7 +218,9 @@ class Stopper:
             return self.commits.holds(path)
         return bool(path) and path == self.log()
 
-    def watch_facts(self) -> Watch:
+    def watch_facts(self) -> Watch | None:
+        if self.commits is not None:
+            return None
         assert self.trigger is not None and self.trigger.watch is not None
         watch = Watch(self.trigger.watch.log_glob, Boundary("any"))
         watch.skip_existing()

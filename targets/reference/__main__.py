@@ -45,6 +45,8 @@ def main(argv: list[str]) -> int:
         return 0
     if "no-abort" in agent.variants:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if "sigterm-aborts" in agent.bugs:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.compact and not args.session:
         parser.error("--compact needs --session ID")
     if not args.session and not args.prompt:

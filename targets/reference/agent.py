@@ -71,6 +71,7 @@ BUGS = (
     "mcp-call-again",  # an MCP call whose answer was lost (the server restarted) is made once more
     "mcp-cut-call-again",  # an MCP call whose answer's stream was cut is made once more, on the same session
     "mcp-error-call-again",  # an MCP call answered by a JSON-RPC error is made once more
+    "sigterm-aborts",  # a supervisor's SIGTERM taken for the user's abort: the run is finished aborted
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it
