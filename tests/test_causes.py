@@ -82,7 +82,7 @@ def test_what_a_power_cut_took_from_a_resume_is_judged_as_it_was_written(
         Strike(Boundary.parse("toolStarted[toolName=bash]")), Strike(Boundary.parse(then), "power-loss")
     )
     verdict = run_case(scenario, load_target(REFERENCE), {"TINY_REFERENCE_BUG": "no-fsync"}, tmp_path / "r")
-    assert verdict.evidence.resumes[0].cut, "the resume wrote, and the power cut took it"
+    assert verdict.evidence.resumes[0].kept.cut, "the resume wrote, and the power cut took it"
     plans = [c for c in verdict.checks if c.id == "plan-followed"]
     assert plans[0].ok and "the power cut then took what was not synced" in plans[0].got
     assert [c.id for c in verdict.failed] == failed
@@ -95,12 +95,12 @@ def test_a_writer_that_rewrites_the_log_in_place_wrote(tmp_path: Path) -> None:
     continued = evidence.continued
     assert continued is not None and verdict.ok
     second = evidence.recoveries[0]
-    before = continued.log_before
+    before = continued.kept.log_before
     overwritten = before[:-10] + b"x" * 9 + b"\n"  # same length: no byte appended
     phases = [
-        replace(p, log_after=overwritten)
+        replace(p, kept=replace(p.kept, log_after=overwritten))
         if p is continued
-        else replace(p, log_after=before + b"{}\n")
+        else replace(p, kept=replace(p.kept, log_after=before + b"{}\n"))
         if p is second
         else p
         for p in evidence.phases

@@ -91,13 +91,13 @@ def _answers_rewritten() -> list[Check]:
 
 
 def _corrupt_prefix(evidence: Evidence) -> None:
-    evidence.start.log_after += b'{"kind":"record","broken"\n'
+    evidence.start.kept.log_after += b'{"kind":"record","broken"\n'
 
 
 def _append_again(evidence: Evidence) -> None:
     again = evidence.again
     assert again is not None
-    again.log_after += b'{"kind":"usage"}\n'
+    again.kept.log_after += b'{"kind":"usage"}\n'
 
 
 def _store_run(bug: str, crash: str = "", fault: str = "kill", target: str = "store-agent") -> list[Check]:

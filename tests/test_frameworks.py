@@ -114,7 +114,7 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
 def test_a_users_graph_declared_at_most_once_is_flagged(tmp_path: Path) -> None:
     scenario = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path)
-    assert verdict.evidence.start.exact
+    assert verdict.evidence.start.landing.exact
     assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]
 
 
@@ -127,7 +127,7 @@ def test_the_agents_sdk_runs_effects_before_the_call_is_durable(tmp_path: Path) 
     }
     again = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(again, "openai-agents", results=tmp_path / "running")
-    assert verdict.evidence.start.exact
+    assert verdict.evidence.start.landing.exact
     anew = ", again under a new call id (the call was lost, the model asked anew)"  # (not the same call)
     assert f"effect deploy ran more than once (at most once declared){anew}" in _problems(verdict)
 
@@ -262,7 +262,7 @@ def test_a_call_is_durable_wherever_the_graph_keeps_it(app: str, tmp_path: Path)
         scenario = api.load(ONE) if crash is None else api.load(ONE).with_crash(crash)
         verdict = api.run(scenario, spec, results=tmp_path / str(crash))
         assert verdict.ok, [c.cause for c in verdict.failed]
-        assert verdict.evidence.start.exact in (True, None)
+        assert verdict.evidence.start.landing.exact in (True, None)
 
 
 @langgraph
@@ -285,7 +285,7 @@ def test_the_asyncio_saver_is_judged_as_the_sqlite_one(tmp_path: Path) -> None:
     spec.write_text(text)
     running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, spec, results=tmp_path / "sync")
-    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
+    assert verdict.ok and verdict.evidence.start.landing.exact, [c.cause for c in verdict.failed]
     spec.write_text(text.replace('"sync"', '"async"'))
     verdict = api.run(api.load(SLOW), spec, results=tmp_path / "async")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
@@ -297,7 +297,7 @@ def test_parallel_calls_reach_the_second_effects_crash_points(tmp_path: Path) ->
     2, its own gate), so a kill while it runs lands, exactly, and the sync design passes."""
     two = REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml"
     verdict = api.run(api.load(two), "langgraph", results=tmp_path)
-    assert verdict.evidence.start.reached and verdict.evidence.start.exact
+    assert verdict.evidence.start.landing.reached and verdict.evidence.start.landing.exact
     assert verdict.ok, [c.cause for c in verdict.failed]
     started = [e for e in verdict.evidence.ledger if e["phase"] == "start"]
     assert len({e["callId"] for e in started}) == 2, started
@@ -330,7 +330,7 @@ def test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught(
     )
     running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, target, results=tmp_path / "correct")
-    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
+    assert verdict.ok and verdict.evidence.start.landing.exact, [c.cause for c in verdict.failed]
     ids = {e["callId"] for e in verdict.evidence.effects()}
     assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
     spec = tmp_path / "careless.toml"
@@ -355,9 +355,9 @@ def test_a_store_in_the_rollback_journal_commits_where_chaos_sees_it(tmp_path: P
     )
     committed = api.load(ONE).with_crash(Strike(Boundary.parse("call-durable[tool=deploy]")))
     verdict = api.run(committed, journal, results=tmp_path / "journal")
-    assert verdict.ok and verdict.evidence.start.exact and verdict.evidence.start.killed
-    assert verdict.evidence.start.commits and not any(
-        f.endswith("-wal") for f in verdict.evidence.start.store_files
+    assert verdict.ok and verdict.evidence.start.landing.exact and verdict.evidence.start.process.killed
+    assert verdict.evidence.start.kept.commits and not any(
+        f.endswith("-wal") for f in verdict.evidence.start.kept.store_files
     )
     running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     elsewhere = tmp_path / "elsewhere.toml"
@@ -376,8 +376,13 @@ def test_a_full_disk_under_dbos_fails_the_start_and_the_resume_finishes_it(tmp_p
     crash = Strike(Boundary("commit", nth=5), fault_name="disk-full")
     verdict = api.run(api.load(ONE).with_crash(crash), "dbos", results=tmp_path)
     start = verdict.evidence.start
-    assert start.reached and not start.killed and start.failed_calls >= 1 and start.outcome == "failed"
-    assert verdict.evidence.recoveries[0].outcome == "completed"
+    assert (
+        start.landing.reached
+        and not start.process.killed
+        and start.landing.failed_calls >= 1
+        and start.process.outcome == "failed"
+    )
+    assert verdict.evidence.recoveries[0].process.outcome == "completed"
     assert verdict.ok, _problems(verdict)
 
 
@@ -390,8 +395,13 @@ def test_a_graph_stopped_by_a_signal_mid_tool_is_recovered(fault: str, tmp_path:
     crash = Strike(Boundary("effect-running", {"effect": "deploy"}), fault_name=fault)
     verdict = api.run(api.load(ONE).with_crash(crash), "langgraph", results=tmp_path)
     start = verdict.evidence.start
-    assert start.reached and not start.killed and not start.timed_out, verdict.result().to_json()
-    assert start.returncode in (-2, -15) and verdict.evidence.recoveries[0].outcome == "completed"
+    assert start.landing.reached and not start.process.killed and not start.process.timed_out, (
+        verdict.result().to_json()
+    )
+    assert (
+        start.process.returncode in (-2, -15)
+        and verdict.evidence.recoveries[0].process.outcome == "completed"
+    )
     assert verdict.ok, _problems(verdict)
 
 
@@ -412,7 +422,7 @@ def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     spec.write_text(text)
     running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, spec, results=tmp_path / "sync")
-    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
+    assert verdict.ok and verdict.evidence.start.landing.exact, [c.cause for c in verdict.failed]
     clean = (tmp_path / "sync" / "clean" / "start.stdout").read_text()
     assert clean.startswith("parked: waiting for approval"), "the start parked, the approve command went on"
     spec.write_text(text.replace('"sync"', '"async"'))
@@ -421,7 +431,7 @@ def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     spec.write_text(text.replace('semantics = "at-least-once"', 'semantics = "at-most-once"'))
     done = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(done, spec, results=tmp_path / "at-most-once")
-    assert verdict.evidence.start.exact
+    assert verdict.evidence.start.landing.exact
     assert _problems(verdict) == ["effect deploy ran more than once (at most once declared)"]
 
 

@@ -61,7 +61,7 @@ def test_a_kill_after_the_effect_ran_at_the_server_is_recovered_once(transport: 
     verdict = run_case(scenario, _target(transport), {}, tmp_path / "case")
     assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
     ev = verdict.evidence
-    assert ev.start.killed and ev.start.exact
+    assert ev.start.process.killed and ev.start.landing.exact
     calls = [e for e in ev.ledger if e["effect"] == "mcp:bash"]
     assert [e["phase"] for e in calls] == (["call", "answer"] if transport == "http" else ["call"])
     assert calls[0]["pending"], "the call reached the server with its intent durable"
@@ -153,7 +153,7 @@ def test_a_framework_agent_meets_the_mcp_faults_too(fault: str, tmp_path: Path) 
     scenario = scenario.with_crash(Strike(Boundary.parse("effect-done[effect=deploy]"), fault_name=fault))
     verdict = run_case(scenario, load_target(REPO / "targets" / "openai-agents-mcp.toml"), {}, tmp_path)
     assert verdict.ok, [c.text() for c in verdict.checks if not c.ok]
-    assert verdict.evidence.start.exact
+    assert verdict.evidence.start.landing.exact
     assert [e["effect"] for e in verdict.evidence.ledger if e["phase"] == "start"] == ["deploy"]
     assert {"mcp-answer", "processes", "sandbox"} <= {c.id for c in verdict.checks if c.judged}
 
@@ -187,7 +187,9 @@ def test_a_spoiled_answer_is_an_error_result_and_the_call_is_not_made_again(
     answers = [e for e in verdict.evidence.ledger if e["effect"] == "mcp:bash" and e["phase"] == "answer"]
     assert [a["delivered"] for a in answers] == [SPOILS[name]]
     results = [
-        f["entry"] for f in facts(verdict.evidence.start.log_after) if "toolStartedId" in f.get("entry", {})
+        f["entry"]
+        for f in facts(verdict.evidence.start.kept.log_after)
+        if "toolStartedId" in f.get("entry", {})
     ]
     said = "was an error" if name == "mcp-error-answer" else "was lost"
     assert [r["result"]["type"] for r in results] == ["error"] and said in results[0]["message"]["content"]

@@ -220,13 +220,13 @@ def test_langgraph_on_postgres_is_killed_exactly_at_the_server_answer_and_keeps_
             api.load(ONE).with_crash(Strike(boundary)), LANGGRAPH, results=tmp_path / boundary.what
         )
         start = verdict.evidence.start
-        assert start.reached and start.exact and start.mechanism == "wire", start
+        assert start.landing.reached and start.landing.exact and start.landing.mechanism == "wire", start
         assert verdict.ok, [c.cause for c in verdict.failed]
     aio = tmp_path / "aio.toml"  # AsyncPostgresSaver with ainvoke, as an asyncio application runs it
     aio.write_text(LANGGRAPH.read_text().replace('"sync"', '"sync", "--saver", "async"'))
     crash = Strike(Boundary("call-durable", {"tool": "deploy"}))
     verdict = api.run(api.load(ONE).with_crash(crash), aio, results=tmp_path / "aio")
-    assert verdict.evidence.start.exact and verdict.ok, [c.cause for c in verdict.failed]
+    assert verdict.evidence.start.landing.exact and verdict.ok, [c.cause for c in verdict.failed]
     slow = REPO / "scenarios" / "frameworks" / "deploy-slow-store.toml"
     verdict = api.run(
         api.load(slow), REPO / "targets" / "langgraph-postgres-async.toml", results=tmp_path / "a"
@@ -259,11 +259,11 @@ def test_dbos_on_postgres_recovers_its_recorded_steps(target: Path, tmp_path: Pa
     commit per statement on PostgreSQL), the next start finishes it."""
     running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
     verdict = api.run(running, target, results=tmp_path / "running")
-    assert verdict.ok and verdict.evidence.start.exact, [c.cause for c in verdict.failed]
+    assert verdict.ok and verdict.evidence.start.landing.exact, [c.cause for c in verdict.failed]
     assert len({e["callId"] for e in verdict.evidence.effects()}) == 1
     migrating = api.load(ONE).with_crash(Strike(Boundary("commit", {}, 40)))
     verdict = api.run(migrating, target, results=tmp_path / "migrating")
-    assert verdict.evidence.start.exact and verdict.evidence.start.mechanism == "wire"
+    assert verdict.evidence.start.landing.exact and verdict.evidence.start.landing.mechanism == "wire"
     assert verdict.ok, [c.cause for c in verdict.failed]
 
 
@@ -278,7 +278,12 @@ def test_a_server_crash_at_a_commit_is_met_by_the_agent_and_recovered(tmp_path: 
     crash = Strike(Boundary("call-durable", {"tool": "deploy"}), "postgres-crash")
     verdict = api.run(api.load(ONE).with_crash(crash), LANGGRAPH, results=tmp_path)
     start = verdict.evidence.start
-    assert start.reached and start.exact and not start.killed and start.outcome == "completed", start
+    assert (
+        start.landing.reached
+        and start.landing.exact
+        and not start.process.killed
+        and start.process.outcome == "completed"
+    ), start
     assert "the database connection was lost" in (tmp_path / "start.stderr").read_text()
     assert verdict.ok, [c.cause for c in verdict.failed]
     assert len(verdict.evidence.effects()) == 1  # the deploy ran once

@@ -67,7 +67,7 @@ def test_a_two_turn_tool_session_round_trips_through_a_local_upstream(
     replay = api.run(recorded, target, results=tmp_path / "replay")
     assert replay.ok, [c.text() for c in replay.failed]
     original = (results / "session.jsonl").read_bytes()
-    shapes = [[fact_shape(f) for f in facts(log)] for log in (original, replay.evidence.start.log_after)]
+    shapes = [[fact_shape(f) for f in facts(log)] for log in (original, replay.evidence.start.kept.log_after)]
     assert shapes[0] == shapes[1]
 
 

@@ -145,7 +145,7 @@ def test_the_reproduce_command_of_a_torn_tail_case_tears_the_same_tail(tmp_path:
     bug = {"TINY_REFERENCE_BUG": "no-torn-tail-repair"}
     scenario = load_scenario(REPO / "scenarios" / "torn-tail.toml")
     first = run_case(scenario, load_target(REPO / "targets" / "reference.toml"), bug, tmp_path / "first")
-    assert not first.ok and first.evidence.start.torn
+    assert not first.ok and first.evidence.start.landing.torn
     again = _rerun(first.reproduce(), tmp_path / "again", bug)
     assert [c["name"] for c in again["checks"] if not c["ok"]] == [c.name for c in first.failed]
     assert (tmp_path / "again" / "prefix.jsonl").stat().st_size == len(first.evidence.prefix)

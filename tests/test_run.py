@@ -127,7 +127,12 @@ def test_kills_land_exactly_at_the_boundary_even_between_commits(boundary: str, 
     last = facts_of(orjson.loads(prefix.splitlines()[-1]))
     assert any(crash.boundary.matches(f) for f in last), "the last transaction holds the boundary"
     start = verdict.phases[0]
-    assert start.reached and start.exact and start.late_facts == 0 and start.mechanism == "ptrace"
+    assert (
+        start.landing.reached
+        and start.landing.exact
+        and start.landing.late_facts == 0
+        and start.landing.mechanism == "ptrace"
+    )
     assert verdict.ok, [c for c in verdict.checks if not c.ok]
 
 

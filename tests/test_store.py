@@ -279,7 +279,7 @@ def test_a_store_agent_s_requests_are_judged_by_the_same_check(tmp_path: Path) -
         scenario, STORE_AGENT, target_env={"STORE_AGENT_BUG": "orphan-request"}, results=tmp_path
     )
     assert "requests-valid" in {c.id for c in verdict.failed}, [c.to_json() for c in verdict.checks]
-    assert verdict.evidence.start.exact and (tmp_path / "prefix" / "store.jsonl").is_file()
+    assert verdict.evidence.start.landing.exact and (tmp_path / "prefix" / "store.jsonl").is_file()
 
 
 @pytest.mark.slow
@@ -291,9 +291,13 @@ def test_the_session_log_is_the_first_adapter(tmp_path: Path) -> None:
     scenario = scenario.with_crash(Strike(Boundary("call-durable", {"tool": "bash"})))
     verdict = api.run(scenario, REPO / "tests" / "targets" / "reference-store.toml", results=tmp_path)
     start = verdict.evidence.start
-    assert start.exact, verdict.result().to_json()["phases"]
+    assert start.landing.exact, verdict.result().to_json()["phases"]
     assert verdict.ok, [c.to_json() for c in verdict.failed]
-    assert start.view_after is not None and start.view_after.calls and not start.view_after.outputs
+    assert (
+        start.kept.view_after is not None
+        and start.kept.view_after.calls
+        and not start.kept.view_after.outputs
+    )
 
 
 @pytest.mark.slow
@@ -306,9 +310,9 @@ def test_a_power_cut_keeps_each_store_file_as_of_its_last_sync(tmp_path: Path) -
         crash = Strike(Boundary("commit", nth=2), fault_name=fault)
         verdict = api.run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path / fault)
         start = verdict.evidence.start
-        assert start.exact and verdict.ok, [c.to_json() for c in verdict.failed]
-        assert start.view_after is not None
-        kept[fault] = start.view_after.items
+        assert start.landing.exact and verdict.ok, [c.to_json() for c in verdict.failed]
+        assert start.kept.view_after is not None
+        kept[fault] = start.kept.view_after.items
         assert (tmp_path / fault / "prefix" / "store.jsonl").read_bytes().count(b"\n") == kept[fault]
     assert kept == {"kill": 2, "power-loss": 1}
 
@@ -356,7 +360,9 @@ def test_a_network_fault_lands_on_a_store_agent_and_its_run_is_recovered(tmp_pat
     crash = Strike(Boundary("model-request"), fault_name="reset")
     verdict = api.run(api.load(SCENARIO).with_crash(crash), STORE_AGENT, results=tmp_path)
     start = verdict.evidence.start
-    assert start.reached and not start.killed and start.exact, verdict.result().to_json()["phases"]
+    assert start.landing.reached and not start.process.killed and start.landing.exact, (
+        verdict.result().to_json()["phases"]
+    )
     assert verdict.evidence.requests[0]["fault"] == "reset", "the server answered the held request so"
     assert verdict.evidence.recoveries, "the run the fault left was resumed"
     assert verdict.ok, [c.to_json() for c in verdict.failed]
@@ -383,8 +389,10 @@ def test_a_disk_fault_lands_on_a_store_and_an_agent_that_ignores_it_is_caught(tm
     scenario = api.load(SCENARIO).with_crash(Strike(Boundary("commit", nth=1), fault_name="disk-full"))
     verdict = api.run(scenario, STORE_AGENT, results=tmp_path / "ok")
     start = verdict.evidence.start
-    assert start.reached and not start.killed and start.failed_calls >= 1, verdict.result().to_json()
-    assert start.outcome == "failed" and verdict.evidence.recoveries[0].outcome == "completed"
+    assert start.landing.reached and not start.process.killed and start.landing.failed_calls >= 1, (
+        verdict.result().to_json()
+    )
+    assert start.process.outcome == "failed" and verdict.evidence.recoveries[0].process.outcome == "completed"
     assert verdict.ok, [c.to_json() for c in verdict.failed]
     careless = api.run(
         scenario, STORE_AGENT, results=tmp_path / "bug", target_env={"STORE_AGENT_BUG": "ignore-write-errors"}
@@ -439,7 +447,9 @@ def test_a_framework_agent_is_crashed_mid_stream(tmp_path: Path) -> None:
     scenario = api.load(SCENARIO).with_crash(Strike(Boundary("model-stream")))
     verdict = api.run(scenario, streaming, results=tmp_path / "one")
     start = verdict.evidence.start
-    assert start.killed and start.exact and start.mechanism == "world", verdict.result().to_json()["phases"]
+    assert start.process.killed and start.landing.exact and start.landing.mechanism == "world", (
+        verdict.result().to_json()["phases"]
+    )
     assert verdict.ok, [c.to_json() for c in verdict.failed]
     done = api.sweep([SCENARIO], streaming, results=tmp_path / "sweep", jobs=2)
     streamed = [r for r in done.summary.results if r.column.startswith("model-stream")]
@@ -518,7 +528,7 @@ def test_a_step_run_again_after_its_output_was_durable_is_its_own_failure(tmp_pa
     case = api.load(SCENARIO).with_crash(Strike(Boundary.parse("output-durable[tool=deploy]")))
     verdict = api.run(case, target, results=tmp_path / "correct")
     (held,) = [c for c in verdict.checks if c.id == "output-once"]
-    assert verdict.ok and held.judged and verdict.evidence.start.exact
+    assert verdict.ok and held.judged and verdict.evidence.start.landing.exact
     broken = api.run(
         case, target, results=tmp_path / "broken", target_env={"STORE_AGENT_BUG": "rerun-answered"}
     )

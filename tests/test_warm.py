@@ -141,10 +141,12 @@ def test_the_same_case_cold_and_warm_gives_the_same_verdict_and_facts(tmp_path: 
     finally:
         starts.close()
     assert cold.ok and all(v.ok for v in warm)
-    assert all(p.warm for v in warm for p in v.phases) and not any(p.warm for p in cold.phases)
+    assert all(p.process.warm for v in warm for p in v.phases) and not any(
+        p.process.warm for p in cold.phases
+    )
     assert [facts_of(v) for v in warm] == [facts_of(cold)] * 2
-    assert [(p.reached, p.exact, p.mechanism) for p in warm[1].phases] == [
-        (p.reached, p.exact, p.mechanism) for p in cold.phases
+    assert [(p.landing.reached, p.landing.exact, p.landing.mechanism) for p in warm[1].phases] == [
+        (p.landing.reached, p.landing.exact, p.landing.mechanism) for p in cold.phases
     ]
     assert learned > 0
 
@@ -164,9 +166,9 @@ def test_without_the_tracer_a_warm_start_is_waited_for_through_its_watcher(
     finally:
         starts.close()
     assert verdict.ok, [c.text() for c in verdict.failed]
-    assert [p.warm for p in verdict.phases] == [True] * len(verdict.phases)
-    assert verdict.phases[0].killed and verdict.phases[0].returncode == -signal.SIGKILL
-    assert verdict.phases[-1].returncode == 0
+    assert [p.process.warm for p in verdict.phases] == [True] * len(verdict.phases)
+    assert verdict.phases[0].process.killed and verdict.phases[0].process.returncode == -signal.SIGKILL
+    assert verdict.phases[-1].process.returncode == 0
 
 
 def test_a_difference_between_cold_and_warm_is_named_and_keeps_the_target_cold() -> None:
@@ -261,7 +263,9 @@ def test_a_phase_whose_warm_start_fails_starts_cold_and_says_why(tmp_path: Path)
     target = load_target(find_target("reference"))
     starts = WarmStarts()
     try:
-        assert all(p.warm for p in run_case(scenario, target, folder=tmp_path / "warm", warm=starts).phases)
+        assert all(
+            p.process.warm for p in run_case(scenario, target, folder=tmp_path / "warm", warm=starts).phases
+        )
         servers = [p for p in psutil.Process().children() if "socket.recv_fds" in " ".join(p.cmdline())]
         assert servers
         for server in servers:
@@ -271,8 +275,8 @@ def test_a_phase_whose_warm_start_fails_starts_cold_and_says_why(tmp_path: Path)
     finally:
         starts.close()
     assert verdict.ok, [c.text() for c in verdict.failed]
-    assert not any(p.warm for p in verdict.phases)
-    assert all("the warm interpreter is gone" in (p.cold_because or "") for p in verdict.phases)
+    assert not any(p.process.warm for p in verdict.phases)
+    assert all("the warm interpreter is gone" in (p.process.cold_because or "") for p in verdict.phases)
 
 
 def test_the_choice_of_warm_starts_compares_the_environment_a_fork_sees(

@@ -138,19 +138,19 @@ class Record:
     def keep(self, phase: Phase) -> None:
         """Save a phase's log (or a framework's store files) at once (a crash prefix before anything else
         touches it), and scrub the outputs its process wrote (``chaos.secrets``)."""
-        if phase.view_after is not None:
+        if phase.kept.view_after is not None:
             self._keep_store(phase)
         else:
-            write(self.folder / log_file(phase), phase.log_after)
+            write(self.folder / log_file(phase), phase.kept.log_after)
         for stream in ("stdout", "stderr"):
             scrub_file(self.folder / f"{phase.name}.{stream}")
 
     def _keep_store(self, phase: Phase) -> None:
         """A framework's store as a crash left it, file by file: ``prefix/`` for the start, and
         ``resume-N-prefix/`` for a recovery crashed again (bytes as they were, but for a secret's value)."""
-        if phase.kind is PhaseKind.START or phase.killed:
+        if phase.kind is PhaseKind.START or phase.process.killed:
             where = self.folder / ("prefix" if phase.kind is PhaseKind.START else f"{phase.name}-prefix")
-            for name, data in scrub_store(phase.store_files).items():  # (``chaos.secrets``)
+            for name, data in scrub_store(phase.kept.store_files).items():  # (``chaos.secrets``)
                 (where / name).parent.mkdir(parents=True, exist_ok=True)
                 (where / name).write_bytes(data)
 
@@ -176,11 +176,11 @@ class Record:
         previous = b""
         for phase in evidence.phases:  # what a phase started from, where it is not the log before it left
             stem = log_file(phase).removesuffix(".jsonl")
-            if phase.log_before != previous:
-                write(self.folder / f"{stem}.before.jsonl", phase.log_before)
-            if phase.log_written is not None:
-                write(self.folder / f"{stem}.written.jsonl", phase.log_written)
-            previous = phase.log_after
+            if phase.kept.log_before != previous:
+                write(self.folder / f"{stem}.before.jsonl", phase.kept.log_before)
+            if phase.kept.log_written is not None:
+                write(self.folder / f"{stem}.written.jsonl", phase.kept.log_written)
+            previous = phase.kept.log_after
 
     def write_verdict(self, verdict: dict[str, Any]) -> None:
         """The verdict and its reproduce line (run from the case's folder), naming no host path."""

@@ -19,21 +19,12 @@ from chaos.case.record import log_file
 from chaos.case.result import CaseResult
 from chaos.cycle.evidence import Evidence
 from chaos.errors import SpecError, UsageError
-from chaos.process.phase import KEPT, Phase, PhaseKind
-from chaos.process.reap import KillReport
+from chaos.process.phase import Phase, PhaseKind
 from chaos.process.record import PhaseResult
 from chaos.scenario.files import load_scenario
-from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import load_target
 
 KINDS = {kind.value: kind for kind in PhaseKind}
-
-
-def _crash(text: str | None) -> Strike | None:
-    if not text:
-        return None
-    boundary, _, fault = text.partition(" (")
-    return Strike(Boundary.parse(boundary), fault.rstrip(")") or "kill")
 
 
 def _kind(name: str) -> tuple[PhaseKind, int]:
@@ -54,20 +45,14 @@ def _read(folder: Path, name: str) -> bytes:
 
 def _phase(folder: Path, recorded: PhaseResult, previous: bytes, first_request: int) -> Phase:
     kind, index = _kind(recorded.name)
-    phase = Phase(kind, recorded.argv, _crash(recorded.crash), index)
-    stem = log_file(phase).removesuffix(".jsonl")
-    phase.log_after = _read(folder, log_file(phase))
-    before = folder / f"{stem}.before.jsonl"
-    phase.log_before = before.read_bytes() if before.is_file() else previous
-    written = folder / f"{stem}.written.jsonl"
-    phase.log_written = written.read_bytes() if written.is_file() else None
-    for name in KEPT:
-        setattr(phase, name, getattr(recorded, name))
-    phase.reaped = KillReport(
-        recorded.signalled, recorded.escaped_group, recorded.survivors, recorded.outlived
+    stem = log_file(Phase(kind, recorded.argv, None, index)).removesuffix(".jsonl")
+    before, written = folder / f"{stem}.before.jsonl", folder / f"{stem}.written.jsonl"
+    logs = (
+        before.read_bytes() if before.is_file() else previous,
+        _read(folder, f"{stem}.jsonl"),
+        written.read_bytes() if written.is_file() else None,
     )
-    phase.requests = (first_request, first_request + recorded.requests)
-    return phase
+    return Phase.restore(recorded, kind, index, logs, first_request)
 
 
 def _json(folder: Path, name: str) -> Any:
@@ -103,9 +88,9 @@ def evidence_of(folder: Path) -> tuple[Evidence, CaseResult]:
     for recorded in stored.phases:
         phase = _phase(folder, recorded, previous, requests)
         phases.append(phase)
-        previous, requests = phase.log_after, phase.requests[1]
+        previous, requests = phase.kept.log_after, phase.seen.requests[1]
     start = next((p for p in phases if p.kind is PhaseKind.START), None)
-    if start is not None and start.continued:
+    if start is not None and start.landing.continued:
         scenario = scenario.with_crash(None)  # a writer let go on: no crash to judge (as the cycle had it)
     current = _json(folder, "current.json") if (folder / "current.json").is_file() else None
     logged_requests = _json(folder, "requests.json")

@@ -63,7 +63,13 @@ def run_case(
         raise UsageError(f"{scenario.path or scenario.name}: {unrun}")
     if not evidence.facts:
         blind = next(
-            (v.blind for p in evidence.phases for v in (p.view_before, p.view_after) if v and v.blind), None
+            (
+                v.blind
+                for p in evidence.phases
+                for v in (p.kept.view_before, p.kept.view_after)
+                if v and v.blind
+            ),
+            None,
         )
         if blind is not None:  # what chaos cannot read gets no verdict
             raise UsageError(f"{scenario.path or scenario.name}: {target.name}'s store: {blind}")
@@ -96,11 +102,17 @@ def could_not_run(evidence: Evidence, folder: Path) -> str | None:
     ``[exit]`` does not name (a traceback's 1, an import that failed), before the crash was reached (or in
     the uninterrupted run). Every check would report a symptom of that; the cause is a setup to mend."""
     start = evidence.start
-    if start.killed or start.timed_out or start.outcome is not None or start.reached or start.frozen:
+    if (
+        start.process.killed
+        or start.process.timed_out
+        or start.process.outcome is not None
+        or start.landing.reached
+        or start.process.frozen
+    ):
         return None
     said = said_last(folder / f"{start.name}.stderr", 3)
     return (
-        f"{evidence.target.name}'s {start.name} exited {start.returncode}, which its [exit] does not name, "
+        f"{evidence.target.name}'s {start.name} exited {start.process.returncode}, which its [exit] does not name, "
         "before any crash: it could not run (mend the setup, as chaos target check says)"
         + (f"; it said: {said}" if said else "")
     )
@@ -112,11 +124,11 @@ def ended_undeclared(clean: Evidence, folder: Path) -> str | None:
     setup, exit 2; an agent that could not start). Every crashed run of it would differ from it for a
     reason that is no recovery's."""
     start = clean.start
-    if start.killed or start.timed_out or start.outcome is not None:
+    if start.process.killed or start.process.timed_out or start.process.outcome is not None:
         return None
     said = said_last(folder / f"{start.name}.stderr", 3)
     return (
-        f"a crash is judged against the uninterrupted run, and its {start.name} exited {start.returncode}, "
+        f"a crash is judged against the uninterrupted run, and its {start.name} exited {start.process.returncode}, "
         f"which [exit] of {clean.target.name} does not name (mend the setup, as chaos target check says, or "
         "name that status in [exit])" + (f"; it said: {said}" if said else "")
     )
@@ -148,10 +160,10 @@ def commits_unseen(clean: Evidence) -> str | None:
     seen in, a ``[store] path`` naming another file). Every case would crash in flight only, and judge a
     store whose commits it never saw: not a pass."""
     phases = clean.phases
-    seen = [p.commits for p in phases]
+    seen = [p.kept.commits for p in phases]
     if None in seen or sum(c or 0 for c in seen) > 0:
         return None  # (None: untraced, the tracer unavailable; it says so where a commit is asked for)
-    held = next((p.view_after for p in reversed(phases) if p.view_after and _grew(p)), None)
+    held = next((p.kept.view_after for p in reversed(phases) if p.kept.view_after and _grew(p)), None)
     spec = clean.target.store_spec
     if held is None:
         return (
@@ -175,7 +187,7 @@ def commits_unseen(clean: Evidence) -> str | None:
 
 def _grew(phase: Phase) -> bool:
     """The phase left its store holding what it did not find there (a seeded store is no commit)."""
-    before, after = phase.view_before, phase.view_after
+    before, after = phase.kept.view_before, phase.kept.view_after
     return after is not None and after.items > (before.items if before is not None else 0)
 
 

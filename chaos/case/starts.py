@@ -45,16 +45,16 @@ def facts_of(verdict: Verdict) -> list[str]:
     """What a cold and a warm run of the same case must agree on, a line per phase and one for the checks."""
     lines = []
     for phase in verdict.phases:
-        view = phase.view_after
+        view = phase.kept.view_after
         held = (
             f"store {view.items} item(s), {len(view.calls)} call(s), {len(view.outputs)} output(s), "
             f"final {view.final is not None}"
             if view is not None
-            else "log " + " ".join(str(fact.get("type")) for fact in facts(phase.log_after))
+            else "log " + " ".join(str(fact.get("type")) for fact in facts(phase.kept.log_after))
         )
         lines.append(
-            f"{phase.name}: outcome {phase.outcome}, exit {phase.returncode}, killed {phase.killed}, "
-            f"{phase.requests[1] - phase.requests[0]} request(s), effects {phase.effects}, {held}"
+            f"{phase.name}: outcome {phase.process.outcome}, exit {phase.process.returncode}, killed {phase.process.killed}, "
+            f"{phase.seen.requests[1] - phase.seen.requests[0]} request(s), effects {phase.seen.effects}, {held}"
         )
     lines.append("failed checks: " + (", ".join(sorted(c.id for c in verdict.failed)) or "none"))
     return lines
@@ -117,7 +117,7 @@ class Starts:
             warm = run(self.pool, scratch / "warm")
         except (UsageError, InternalError, OSError) as err:
             return (False, f"a warm start failed: {err}")
-        failed = next((p.cold_because for p in warm.phases if p.cold_because), None)
+        failed = next((p.process.cold_because for p in warm.phases if p.process.cold_because), None)
         if failed is not None:
             return (False, f"a warm start failed: {failed}")
         differs = _difference(facts_of(cold), facts_of(warm))

@@ -19,21 +19,21 @@ def landing(phase: Phase) -> str:
     """Where the kill landed, in words."""
     if phase.crash is None:
         return "no crash requested"
-    if not phase.reached:
+    if not phase.landing.reached:
         return "never reached"
-    if phase.exact and phase.overtaken is not None:
+    if phase.landing.exact and phase.landing.overtaken is not None:
         order = (
             "overtaken: killed at the next commit"
-            if phase.overtaken
+            if phase.landing.overtaken
             else "not overtaken: nothing else committed"
         )
         return f"exactly at the boundary, {order}"
-    if phase.exact:
+    if phase.landing.exact:
         return "exactly at the boundary"
-    if phase.mechanism == "world":
+    if phase.landing.mechanism == "world":
         return "after the world let the boundary go (not exact)"
-    late = "commit(s) begun" if phase.view_after is not None else "committed fact(s)"
-    return f"{phase.late_facts} {late} after the boundary"
+    late = "commit(s) begun" if phase.kept.view_after is not None else "committed fact(s)"
+    return f"{phase.landing.late_facts} {late} after the boundary"
 
 
 @dataclass
@@ -95,7 +95,7 @@ class Verdict:
             persistence=self.scenario.persistence,
             target_env=env_names(self.extra_env),
             landed=landing(start),
-            exact=start.exact,
+            exact=start.landing.exact,
             seconds=round(self.seconds, 3),
             timings={part: round(s, 4) for part, s in self.evidence.timings.items()},
             reproduce=self.reproduce(),

@@ -110,7 +110,7 @@ def phase_of(ev: Evidence, line: int) -> Phase:
     """The phase that wrote ledger line ``line`` (0-based)."""
     owner = ev.phases[0]
     for phase in ev.phases:
-        if phase.ledger_before <= line:
+        if phase.kept.ledger_before <= line:
             owner = phase
     return owner
 

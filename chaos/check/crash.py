@@ -28,13 +28,15 @@ def subset(expected: Any, got: Any) -> bool:
 def judge(ev: Evidence) -> list[Check]:
     checks = []
     crash, start = ev.scenario.crash, ev.start
-    if crash is not None and (start.reached or ev.scenario.expect.must_reach):
-        got = "reached" if start.reached else f"the agent ended first (exit {start.returncode})"
+    if crash is not None and (start.landing.reached or ev.scenario.expect.must_reach):
+        got = (
+            "reached" if start.landing.reached else f"the agent ended first (exit {start.process.returncode})"
+        )
         checks.append(
-            Check("reached", f"the run reached {crash.boundary}", bool(start.reached), "reached", got)
+            Check("reached", f"the run reached {crash.boundary}", bool(start.landing.reached), "reached", got)
         )
     name = "crash prefix reduces" if crash is not None else "the start's log reduces"
-    lost = crash is not None and crash.fault.cuts_to_synced and start.reached and not ev.prefix
+    lost = crash is not None and crash.fault.cuts_to_synced and start.landing.reached and not ev.prefix
     if lost:  # a power cut that kept nothing: what was done on the lost facts is intent-synced's to judge
         why = "the power cut kept no log: nothing of it was durable (see intent-synced, requests-attempted)"
         checks.append(Check.skip("prefix-reduces", name, why))
@@ -43,7 +45,9 @@ def judge(ev: Evidence) -> list[Check]:
     expected_plan = ev.scenario.expect.plan
     if expected_plan is not None and lost:
         checks.append(Check.skip("prefix-plan", "oracle plan for the prefix", "the power cut kept no log"))
-    elif expected_plan is not None and (crash is None or start.reached):  # unreached: not the prefix it means
+    elif expected_plan is not None and (
+        crash is None or start.landing.reached
+    ):  # unreached: not the prefix it means
         got_plan = plan(ev.prefix, ev.current)
         ok = got_plan is not None and subset(expected_plan, got_plan)
         checks.append(

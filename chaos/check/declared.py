@@ -51,7 +51,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                 )
             )
     # a run that never ended, or that a provider's fault failed, owes nothing more (same-outcome's to say)
-    finished = not evidence.ended.timed_out and not evidence.failed_by_provider
+    finished = not evidence.ended.process.timed_out and not evidence.failed_by_provider
     if declared == "at-least-once" and evidence.began and finished:
         done = {effect_key(e) for e in evidence.effects("done")}
         for entry in clean.effects("done"):

@@ -14,10 +14,12 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     problems: list[Problem] = []
     seen = False
     for phase in evidence.phases:
-        if phase.calls_at_ledger is None:
+        if phase.kept.calls_at_ledger is None:
             continue
-        lines = evidence.ledger[phase.ledger_before : phase.ledger_before + len(phase.calls_at_ledger)]
-        for entry, durable in zip(lines, phase.calls_at_ledger, strict=False):
+        lines = evidence.ledger[
+            phase.kept.ledger_before : phase.kept.ledger_before + len(phase.kept.calls_at_ledger)
+        ]
+        for entry, durable in zip(lines, phase.kept.calls_at_ledger, strict=False):
             if entry["phase"] != "start" or "callId" not in entry:
                 continue
             seen = True
@@ -31,7 +33,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
                     )
                 )
     if not seen and evidence.effects():
-        if all(phase.calls_at_ledger is None for phase in evidence.phases):
+        if all(phase.kept.calls_at_ledger is None for phase in evidence.phases):
             raise NotJudged(
                 "the tracer did not run (exact kills unavailable here), so no store was read as an effect began"
             )

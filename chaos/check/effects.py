@@ -31,7 +31,7 @@ def _phase_of(ev: Evidence, index: int) -> Phase | None:
     """The phase during which the ``index``-th ledger line was written."""
     owner = None
     for phase in ev.phases:
-        if phase.ledger_before <= index:
+        if phase.kept.ledger_before <= index:
             owner = phase
     return owner
 
@@ -91,8 +91,8 @@ def intent_before_effect(ev: Evidence) -> list[Check]:
 
 def _phase_lines(ev: Evidence, phase: Phase) -> list[dict[str, Any]]:
     """The ledger lines written while ``phase`` ran (until the next phase began)."""
-    later = [p.ledger_before for p in ev.phases if p.ledger_before > phase.ledger_before]
-    return ev.ledger[phase.ledger_before : min(later, default=len(ev.ledger))]
+    later = [p.kept.ledger_before for p in ev.phases if p.kept.ledger_before > phase.kept.ledger_before]
+    return ev.ledger[phase.kept.ledger_before : min(later, default=len(ev.ledger))]
 
 
 def _synced_intents(ev: Evidence) -> tuple[list[str], list[str]] | None:
@@ -100,12 +100,12 @@ def _synced_intents(ev: Evidence) -> tuple[list[str], list[str]] | None:
     tracer saw; and the phases where effects were made by a process the tracer did not follow (the world's
     MCP server over HTTP: its ledger lines are not among the writes seen), whose syncs cannot be judged.
     None: no phase was watched that closely, and nothing can be said."""
-    watched = [p for p in ev.phases if p.synced_at_ledger is not None]
+    watched = [p for p in ev.phases if p.kept.synced_at_ledger is not None]
     if not watched:
         return None
     unsynced, unseen = [], []
     for phase in watched:
-        written, seen = phase.written, phase.synced_at_ledger or []
+        written, seen = phase.kept.written, phase.kept.synced_at_ledger or []
         lines = _phase_lines(ev, phase)
         if len(lines) > len(seen) and any(e["phase"] in STARTS for e in lines[len(seen) :]):
             unseen.append(phase.name)

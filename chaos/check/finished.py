@@ -12,29 +12,33 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     if again is None:
         return []  # (the run never finished: the outcome check says why)
     problems = []
-    if again.view_after != again.view_before:
+    if again.kept.view_after != again.kept.view_before:
         problems.append(
             Problem(
                 "resuming a finished run changed the store",
-                f"{again.view_before.items if again.view_before else 0} items before, "
-                f"{again.view_after.items if again.view_after else 0} after",
+                f"{again.kept.view_before.items if again.kept.view_before else 0} items before, "
+                f"{again.kept.view_after.items if again.kept.view_after else 0} after",
             )
         )
-    if again.requests[1] > again.requests[0]:
+    if again.seen.requests[1] > again.seen.requests[0]:
         problems.append(
             Problem(
                 "resuming a finished run asked the model",
-                f"{again.requests[1] - again.requests[0]} request(s)",
+                f"{again.seen.requests[1] - again.seen.requests[0]} request(s)",
             )
         )
-    ran = [e for e in evidence.ledger[again.ledger_before :] if e["phase"] == "start"]
+    ran = [e for e in evidence.ledger[again.kept.ledger_before :] if e["phase"] == "start"]
     if ran:
         problems.append(Problem("resuming a finished run ran an effect", ", ".join(e["effect"] for e in ran)))
     if evidence.failed_by_provider:  # (a run a provider's fault failed, resumed again, fails the same)
-        if again.outcome != "failed":
-            problems.append(Problem("resuming a failed run did not end failed", f"exit {again.returncode}"))
-    elif again.outcome != "completed":
-        problems.append(Problem("resuming a finished run did not complete", f"exit {again.returncode}"))
+        if again.process.outcome != "failed":
+            problems.append(
+                Problem("resuming a failed run did not end failed", f"exit {again.process.returncode}")
+            )
+    elif again.process.outcome != "completed":
+        problems.append(
+            Problem("resuming a finished run did not complete", f"exit {again.process.returncode}")
+        )
     return problems
 
 

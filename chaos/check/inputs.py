@@ -15,7 +15,7 @@ from chaos.store.base import View
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     owed = Counter(
-        (clean.ended.view_after or View()).inputs
+        (clean.ended.kept.view_after or View()).inputs
     )  # (as the run ended, before it was resumed again)
     if not owed:
         raise NotJudged("the store's adapter reads no input from the uninterrupted run's store")

@@ -27,7 +27,7 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
             continue
         seen = True
         phase = phase_of(evidence, line)
-        began = phase.view_before.outputs if phase.view_before is not None else ()
+        began = phase.kept.view_before.outputs if phase.kept.view_before is not None else ()
         if entry["callId"] in {o.call_id for o in began}:
             problems.append(
                 Problem(

@@ -19,9 +19,13 @@ CATALOG = {
 
 
 def judge(ev: Evidence) -> list[Check]:
-    hung = [f"{p.name} after {p.seconds:.1f}s" for p in ev.phases if p.timed_out]
-    left = [f"{p.name}: {pid}" for p in ev.phases for pid in (*p.reaped.outlived, *p.reaped.survivors)]
-    strays = [f"{p.name}: {name}" for p in ev.phases for name in p.strays]
+    hung = [f"{p.name} after {p.process.seconds:.1f}s" for p in ev.phases if p.process.timed_out]
+    left = [
+        f"{p.name}: {pid}"
+        for p in ev.phases
+        for pid in (*p.process.reaped.outlived, *p.process.reaped.survivors)
+    ]
+    strays = [f"{p.name}: {name}" for p in ev.phases for name in p.seen.strays]
     return [
         Check(
             "timeout",

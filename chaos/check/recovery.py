@@ -186,7 +186,7 @@ def plans_followed(ev: Evidence) -> list[Check]:
         # judged on what the process wrote: a power cut that took what it had not synced yet changes what
         # survives, not what the agent did (what it did before syncing is intent-synced's and
         # requests-attempted's to judge)
-        written = phase.written
+        written = phase.kept.written
         appended = raw_facts(appended_lines(before, written))
         did = _described(appended[0]) if appended else "nothing"
         departed = departure(made.plan, appended, ev.current)
@@ -195,7 +195,7 @@ def plans_followed(ev: Evidence) -> list[Check]:
         error = reduced(written).error
         if appended and error is not None and error.line > len(committed_lines(before)):
             did += f" (in a line the reducer rejects: {error.code})"
-        if appended and phase.cut:
+        if appended and phase.kept.cut:
             did += " (written; the power cut then took what was not synced)"
         checks.append(
             Check(
@@ -219,25 +219,25 @@ def blocked_stops(ev: Evidence) -> list[Check]:
             Check(
                 "blocked-stops",
                 f"{phase.name} stopped blocked as the oracle plans",
-                phase.outcome == "blocked" or phase.reached is True,
+                phase.process.outcome == "blocked" or phase.landing.reached is True,
                 f"blocked {planned['reason']}",
-                f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})",
+                f"{phase.process.outcome or 'no known outcome'} (exit {phase.process.returncode})",
             )
         )
         checks.append(
             Check(
                 "blocked-appends-nothing",
                 f"blocked {phase.name} appended nothing",
-                phase.appended == 0,
+                phase.kept.appended == 0,
                 "0 bytes",
-                f"{phase.appended} bytes",
+                f"{phase.kept.appended} bytes",
             )
         )
     return checks
 
 
 def _started_from(phase: Phase) -> bytes:
-    return phase.log_before[: committed_length(phase.log_before)]
+    return phase.kept.log_before[: committed_length(phase.kept.log_before)]
 
 
 def derived_outcome(ev: Evidence, phase: Phase) -> tuple[str | None, str | None]:
@@ -258,14 +258,14 @@ def derived_outcome(ev: Evidence, phase: Phase) -> tuple[str | None, str | None]
             return "blocked", made.plan["reason"]
         if made is not None and made.row == "0-idle" and not phase.wrote:
             return "completed", None
-    after = plan(phase.log_after, ev.current)
+    after = plan(phase.kept.log_after, ev.current)
     if after is not None and after["type"] == "blocked":
         return "blocked", None
     return None, None
 
 
 def _reported(phase: Phase) -> str:
-    return f"{phase.outcome or 'no known outcome'} (exit {phase.returncode})"
+    return f"{phase.process.outcome or 'no known outcome'} (exit {phase.process.returncode})"
 
 
 def outcomes(ev: Evidence) -> tuple[list[Check], str | None]:
@@ -279,7 +279,7 @@ def outcomes(ev: Evidence) -> tuple[list[Check], str | None]:
         outcome, reason = derived_outcome(ev, ending)
     source = " (as the oracle reads the logs)" if expect.derived else ""
     checks = []
-    if outcome is not None and ending.timed_out:
+    if outcome is not None and ending.process.timed_out:
         checks.append(
             Check.skip("outcome", f"{ending.name} outcome", f"{ending.name} was killed at the timeout")
         )
@@ -288,7 +288,7 @@ def outcomes(ev: Evidence) -> tuple[list[Check], str | None]:
             Check(
                 "outcome",
                 f"{ending.name} outcome",
-                ending.outcome == outcome,
+                ending.process.outcome == outcome,
                 f"{outcome}{source}",
                 _reported(ending),
             )
@@ -308,9 +308,9 @@ def outcomes(ev: Evidence) -> tuple[list[Check], str | None]:
         if (
             phase is ending
             or ev.refused(phase)
-            or phase.killed
-            or phase.timed_out
-            or phase.returncode is None
+            or phase.process.killed
+            or phase.process.timed_out
+            or phase.process.returncode is None
         ):
             continue
         made = decision(_started_from(phase), ev.current)
@@ -320,7 +320,7 @@ def outcomes(ev: Evidence) -> tuple[list[Check], str | None]:
             Check(
                 "outcome",
                 f"{phase.name} outcome",
-                phase.outcome == "completed",
+                phase.process.outcome == "completed",
                 NOTHING_TO_DO,
                 _reported(phase),
             )
@@ -356,9 +356,9 @@ def again_appends_nothing(ev: Evidence) -> list[Check]:
         Check(
             "again-appends-nothing",
             "resuming the finished session again appends nothing",
-            again.appended == 0,
+            again.kept.appended == 0,
             "0 bytes",
-            f"{again.appended} bytes",
+            f"{again.kept.appended} bytes",
         )
     ]
 

@@ -154,7 +154,7 @@ def _configuration(attempted: Attempted, body: dict[str, Any], protocol: Protoco
 def judge(ev: Evidence) -> list[Check]:
     name = "every model request carried the durable context and configuration of its attempt"
     attempts: dict[str, Attempted] = {}
-    logs = {n: p.written for p in ev.phases for n in range(*p.requests)}  # as written
+    logs = {n: p.kept.written for p in ev.phases for n in range(*p.seen.requests)}  # as written
     wrong: list[Differs] = []
     judged = 0
     for n, request in enumerate(ev.requests):

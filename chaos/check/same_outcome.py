@@ -10,19 +10,22 @@ from chaos.cycle.evidence import Evidence
 
 def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
     last = evidence.ended
-    if last.killed:
+    if last.process.killed:
         return []  # (a recovery crashed on purpose: the checks judge the resume after it)
-    if last.timed_out:
+    if last.process.timed_out:
         return [
-            Problem("a resume never ended (killed at the timeout)", f"{last.name} ran {last.seconds:.1f} s")
+            Problem(
+                "a resume never ended (killed at the timeout)",
+                f"{last.name} ran {last.process.seconds:.1f} s",
+            )
         ]
     if evidence.failed_by_provider:
         return []  # a provider's fault the agent went on through may fail the run (the contract's answer too)
-    if last.outcome != "completed":
+    if last.process.outcome != "completed":
         return [
             Problem(
-                f"the resume ended {last.outcome or 'with an unknown exit status'}",
-                f"{last.name} exited {last.returncode}",
+                f"the resume ended {last.process.outcome or 'with an unknown exit status'}",
+                f"{last.name} exited {last.process.returncode}",
             )
         ]
     owed = {effect_key(e) for e in clean.effects()}

@@ -23,7 +23,7 @@ def judge(ev: Evidence) -> list[Check]:
         return []
     second = ev.recoveries[0] if ev.recoveries else None
     wrote = [
-        f"{p.name} {'appended ' + str(p.appended) + ' bytes' if p.appended > 0 else 'rewrote the log in place'}"
+        f"{p.name} {'appended ' + str(p.kept.appended) + ' bytes' if p.kept.appended > 0 else 'rewrote the log in place'}"
         for p in (second, continued)
         if p is not None and p.wrote
     ]

@@ -27,7 +27,7 @@ def record(args: argparse.Namespace) -> int:
     phase = recording.phase
     say(
         f"recorded {recording.requests} request(s): {len(recording.scenario.turns)} answer(s); the run ended "
-        f"{phase.outcome or 'with no known outcome'} (exit {phase.returncode})"
+        f"{phase.process.outcome or 'with no known outcome'} (exit {phase.process.returncode})"
     )
     say(f"wrote {out} (no credential is written); next: chaos run {out}, or chaos sweep {out}")
     return 0

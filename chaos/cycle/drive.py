@@ -59,18 +59,21 @@ def _no_log(world: World, phase: Phase, out: Path) -> TargetUnusable:
             path = os.path.relpath(os.path.join(folder, name), world.box.workspace)
             if path not in seeded:
                 written.append(path)
-    if not written and phase.returncode not in (None, 0):  # it never got going: a command that does not run
+    if not written and phase.process.returncode not in (
+        None,
+        0,
+    ):  # it never got going: a command that does not run
         said = said_last(out / f"{phase.name}.stderr")
         return TargetUnusable(
             f"{world.target.path}: the {phase.name} command did not start: {shlex.join(phase.argv)!r} exited "
-            f"{phase.returncode} without writing anything"
+            f"{phase.process.returncode} without writing anything"
             + (f", saying: {said}" if said else "")
             + "; check the program and its arguments in the target file"
         )
     found = ", ".join(sorted(written)[:10]) + (" ..." if len(written) > 10 else "") if written else "nothing"
     return TargetUnusable(
         f"{world.target.path}: sessions = {world.target.sessions!r} matched nothing in the workspace "
-        f"after the {phase.name} phase (exit {phase.returncode}); the agent wrote there: {found}. "
+        f"after the {phase.name} phase (exit {phase.process.returncode}); the agent wrote there: {found}. "
         "Point sessions at the agent's session log (a glob relative to the workspace)."
     )
 
@@ -115,12 +118,12 @@ def _phase(
     ) as steps:
         for _ in steps:
             assert paused is not None and phases is not None
-            phase.wrote_early = world.log() != phase.log_before
+            phase.landing.wrote_early = world.log() != phase.kept.log_before
             phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
-            phase.log_before, phase.waited = world.log(), True
+            phase.kept.log_before, phase.landing.waited = world.log(), True
     no_file = world.log_path() is None  # (an empty file is a log a power cut emptied: a finding)
     first = phase.kind in (PhaseKind.SETUP, PhaseKind.START)
-    if world.target.facts and no_file and not phase.timed_out and first:
+    if world.target.facts and no_file and not phase.process.timed_out and first:
         raise _no_log(world, phase, out)
     return phase
 
@@ -145,8 +148,8 @@ def _session(world: World, phase: Phase) -> str | None:
     """The id a resume names the run by: the one the agent wrote in its session log's header (None: it
     cannot be read, and there is nothing to resume), else the one its store chose, else chaos's."""
     if world.target.facts:
-        return session_id(phase.log_after)
-    return world.store.session_id(phase.store_files) or SESSION
+        return session_id(phase.kept.log_after)
+    return world.store.session_id(phase.kept.store_files) or SESSION
 
 
 def _cycle(
@@ -174,30 +177,30 @@ def _cycle(
     phases.append(start)
     config = scenario.start.then(scenario.change)
     current = None
-    if target.facts and start.log_after:
+    if target.facts and start.kept.log_after:
         with timed(timings, "configuration"):
-            current = current_of(world, config, start.log_after)
-    judged = scenario.with_crash(None) if start.continued else scenario
+            current = current_of(world, config, start.kept.log_after)
+    judged = scenario.with_crash(None) if start.landing.continued else scenario
     # A session log's contract resumes every run it started (a finished one must append nothing); a store
     # is resumed where a crash left it, and the finished run's store once more.
-    crashed = scenario.crash is not None and start.reached
+    crashed = scenario.crash is not None and start.landing.reached
     sid = _session(world, start)
-    if start.timed_out or sid is None:
+    if start.process.timed_out or sid is None:
         return current, judged  # (an unreadable header: the prefix check says why)
     resume = _approved(world, target.resume, config, session_id=sid)
-    paused = start if start.frozen is not None else None  # a second writer resumes meanwhile
+    paused = start if start.process.frozen is not None else None  # a second writer resumes meanwhile
     crash, index = scenario.then_crash, 1
     while crashed or target.facts:
         phase = Phase(PhaseKind.RESUME, resume, crash, index)
-        waits = paused is not None and paused.frozen is not None
+        waits = paused is not None and paused.process.frozen is not None
         _phase(world, phase, config, limit, out, keep, paused=paused if waits else None, phases=phases)
         phases.append(phase)
-        if phase.timed_out:
+        if phase.process.timed_out:
             return current, judged
-        if not (crash and phase.reached):
+        if not (crash and phase.landing.reached):
             break
         crash, index = None, index + 1
-    if paused is not None and paused.frozen is not None:  # the second writer ended by itself
+    if paused is not None and paused.process.frozen is not None:  # the second writer ended by itself
         phases.append(continue_phase(world, Phase(PhaseKind.CONTINUED, paused.argv), paused, limit, keep))
     phases.append(_phase(world, Phase(PhaseKind.AGAIN, resume), config, limit, out, keep))
     return current, judged
@@ -235,7 +238,7 @@ def drive_cycle(
         )
     finally:
         for phase in phases:  # a paused writer never outlives the cycle, whatever ended it
-            if phase.frozen is not None:
-                phase.reaped, phase.frozen = phase.frozen.reap(), None
+            if phase.process.frozen is not None:
+                phase.process.reaped, phase.process.frozen = phase.process.frozen.reap(), None
         with timed(timings, "teardown"):
             world.close()

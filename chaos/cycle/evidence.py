@@ -54,7 +54,7 @@ class Evidence:
     @property
     def view(self) -> View:
         """The store as the last phase left it."""
-        return self.phases[-1].view_after or View()
+        return self.phases[-1].kept.view_after or View()
 
     @property
     def crashed_phase(self) -> Phase | None:
@@ -68,9 +68,9 @@ class Evidence:
         a run that ended otherwise than completed under its fault (failed on a full disk, stopped by a
         signal) before its input was durable: there is nothing to resume."""
         crashed = self.crashed_phase
-        if crashed is None or (crashed.view_after is not None and crashed.view_after.started):
+        if crashed is None or (crashed.kept.view_after is not None and crashed.kept.view_after.started):
             return True
-        return not crashed.killed and crashed.outcome == "completed"
+        return not crashed.process.killed and crashed.process.outcome == "completed"
 
     def effects(self, kind: str = "start") -> list[dict[str, Any]]:
         """The ledger's lines of one kind: each effect's start (or done)."""
@@ -102,7 +102,7 @@ class Evidence:
         """The run ended failed under a fault of the provider's that it went on through (no crash): the
         contract's answer too, so what the uninterrupted run went on to do is not owed."""
         crash = self.scenario.crash
-        return self.ended.outcome == "failed" and crash is not None and not crash.fault.crashes
+        return self.ended.process.outcome == "failed" and crash is not None and not crash.fault.crashes
 
     @property
     def again(self) -> Phase | None:
@@ -121,23 +121,23 @@ class Evidence:
 
     @property
     def prefix(self) -> bytes:
-        return self.start.log_after
+        return self.start.kept.log_after
 
     @property
     def last_log(self) -> bytes:
         """The log as the last phase left it (the rerun of the finished session included)."""
-        return self.resumes[-1].log_after if self.resumes else self.prefix
+        return self.resumes[-1].kept.log_after if self.resumes else self.prefix
 
     @property
     def final(self) -> bytes:
         """The log after the last recovery (the crash prefix when nothing recovered)."""
         recoveries = [p for p in self.resumes if p.kind is not PhaseKind.AGAIN]
-        return recoveries[-1].log_after if recoveries else self.prefix
+        return recoveries[-1].kept.log_after if recoveries else self.prefix
 
     @property
     def crashed(self) -> bool:
         """The start was SIGKILLed at its boundary: recovery, not the start, ended the operation."""
-        return self.start.killed
+        return self.start.process.killed
 
     def refused(self, phase: Phase) -> bool:
         """A second writer that left the session alone while the first was paused holding it (it refused
@@ -147,7 +147,7 @@ class Evidence:
             and self.continued is not None
             and bool(self.recoveries)
             and phase is self.recoveries[0]
-            and not phase.waited
+            and not phase.landing.waited
             and not phase.wrote
         )
 
@@ -161,15 +161,15 @@ class Evidence:
         """The ``operationFinished`` records ``phase``'s process appended (a paused start's own, from before
         its pause, count for the writer let go on)."""
         if phase.kind is PhaseKind.CONTINUED:
-            return self.start.finishes() + phase.finishes()
-        return phase.finishes()
+            return self.start.kept.finishes() + phase.kept.finishes()
+        return phase.kept.finishes()
 
     def ending(self) -> Phase:
         """The process that ended the operation: the last that appended its ``operationFinished`` and
         exited by itself (one killed after its finish was durable reports nothing), else (blocked, or
         left unfinished) the last recovery that was not a refused second writer, else the start."""
         later = (PhaseKind.START, PhaseKind.RESUME, PhaseKind.CONTINUED)
-        for phase in reversed([p for p in self.phases if p.kind in later and not p.killed]):
+        for phase in reversed([p for p in self.phases if p.kind in later and not p.process.killed]):
             if self.finishes_of(phase) and not (phase.kind is PhaseKind.START and self.continued):
                 return phase
         recoveries = [p for p in self.recoveries if not self.refused(p)]
@@ -179,5 +179,5 @@ class Evidence:
         """Each resume with the committed log the phase before it left, and the log it left."""
         previous = self.prefix
         for phase in self.resumes:
-            yield phase, previous[: committed_length(previous)], phase.log_after
-            previous = phase.log_after
+            yield phase, previous[: committed_length(previous)], phase.kept.log_after
+            previous = phase.kept.log_after

@@ -108,31 +108,31 @@ def _outcome_problems(verdict: Verdict, target: Target) -> list[str]:
     evidence = verdict.evidence
     for phase in verdict.phases:
         if (
-            phase.returncode is None
-            or phase.killed
-            or not reduces(phase.log_after)
+            phase.process.returncode is None
+            or phase.process.killed
+            or not reduces(phase.kept.log_after)
             or evidence.refused(phase)
         ):
             continue  # an agent that refuses a corrupt log may exit as it likes: the log check says why
         logged, _ = derived_outcome(evidence, phase)
-        named = target.outcome_of(phase.returncode)
+        named = target.outcome_of(phase.process.returncode)
         if named is None and logged is None:
             continue  # a process that left its work to another (a deferred abort) may exit as it likes
         if named is None:
             problems.append(
-                f"{phase.name} exited {phase.returncode}, which [exit] does not name; its logs say {logged}: "
-                f"set [exit] {logged} = {phase.returncode}"
+                f"{phase.name} exited {phase.process.returncode}, which [exit] does not name; its logs say {logged}: "
+                f"set [exit] {logged} = {phase.process.returncode}"
             )
         elif logged and named != logged:
             problems.append(
-                f"{phase.name} exited {phase.returncode}, which [exit] calls {named}, but the logs say {logged}: "
-                f"set [exit] {logged} = {phase.returncode}"
+                f"{phase.name} exited {phase.process.returncode}, which [exit] calls {named}, but the logs say {logged}: "
+                f"set [exit] {logged} = {phase.process.returncode}"
             )
     return problems
 
 
 def _identity_problems(verdict: Verdict, target: Target) -> list[str]:
-    state = Reducer.of(verdict.evidence.start.log_after).state
+    state = Reducer.of(verdict.evidence.start.kept.log_after).state
     header = state.header if state is not None else None
     wanted = verdict.scenario.start.environment_identity or target.environment_identity
     if header is None or not wanted:
@@ -230,9 +230,13 @@ def notes(target: Target) -> list[str]:
 def _crashed_without_trace(verdict: Verdict, runs: Concern) -> None:
     """A phase that died on its own before writing anything is a command that does not run."""
     for phase in verdict.phases:
-        if phase.returncode not in (None, 0) and not phase.killed and not phase.log_after:
+        if (
+            phase.process.returncode not in (None, 0)
+            and not phase.process.killed
+            and not phase.kept.log_after
+        ):
             runs.problems.append(
-                f"{verdict.scenario.name}: {phase.name} exited {phase.returncode} without writing a log; "
+                f"{verdict.scenario.name}: {phase.name} exited {phase.process.returncode} without writing a log; "
                 f"see {verdict.folder / (phase.name + '.stderr')}"
             )
 
@@ -247,9 +251,11 @@ def _no_run(verdict: Verdict, path: str, kind: str) -> str:
     store chaos looks for in the wrong place."""
     start = verdict.evidence.start
     said = said_last(verdict.folder / "start.stderr", 3)
-    if start.returncode in (None, 0) or not said:
+    if start.process.returncode in (None, 0) or not said:
         return f"the start left no run in the store at {path} (store kind {kind}); point [store] path at the file the agent writes"
-    return _with_import_fix(f"the start exited {start.returncode} before it wrote a run; it said: {said}")
+    return _with_import_fix(
+        f"the start exited {start.process.returncode} before it wrote a run; it said: {said}"
+    )
 
 
 def _with_import_fix(said: str) -> str:
@@ -297,20 +303,20 @@ def _diagnose_store(target: Target, folder: Path, timeout: float) -> Diagnosis:
 def _judge_store(verdict: Verdict, runs: Concern, exits: Concern, answer: Concern, again: Concern) -> None:
     name = verdict.case
     for phase in verdict.phases:
-        if phase.killed:
+        if phase.process.killed:
             continue
-        if phase.timed_out:
-            runs.problems.append(f"{name}: {phase.name} never ended ({phase.seconds:.0f} s)")
-        elif phase.outcome is None:
+        if phase.process.timed_out:
+            runs.problems.append(f"{name}: {phase.name} never ended ({phase.process.seconds:.0f} s)")
+        elif phase.process.outcome is None:
             said = said_last(verdict.folder / f"{phase.name}.stderr", 3)
             exits.problems.append(
-                f"{name}: {phase.name} ({shlex.join(phase.argv)}) exited {phase.returncode}, "
+                f"{name}: {phase.name} ({shlex.join(phase.argv)}) exited {phase.process.returncode}, "
                 "which [exit] does not name" + (f"; it said: {said}" if said else "")
             )
-    start, spec = verdict.evidence.start.view_after or View(), verdict.target.store_spec
+    start, spec = verdict.evidence.start.kept.view_after or View(), verdict.target.store_spec
     if start.unreadable:
         runs.problems.append(f"{name}: the store cannot be read: {start.unreadable}")
-    elif not verdict.evidence.start.killed and not start.started:
+    elif not verdict.evidence.start.process.killed and not start.started:
         runs.problems.append(f"{name}: {_no_run(verdict, spec.path, spec.kind)}")
     for check in verdict.failed:
         if check.id in ("same-outcome", "store-consistent", "requests-valid"):

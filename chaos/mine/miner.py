@@ -45,8 +45,8 @@ class Miner:
         if not evidence.facts:
             return self._mine_store(verdict)
         prefixes = [(evidence.prefix, scenario.crash)]
-        if scenario.then_crash is not None and evidence.recoveries and evidence.recoveries[0].reached:
-            prefixes.append((evidence.recoveries[0].log_after, scenario.then_crash))
+        if scenario.then_crash is not None and evidence.recoveries and evidence.recoveries[0].landing.reached:
+            prefixes.append((evidence.recoveries[0].kept.log_after, scenario.then_crash))
         names = []
         for log, crash in prefixes:
             if log:
@@ -61,15 +61,15 @@ class Miner:
         a recovery's crashed again), each with what its adapter reads of them."""
         spec, evidence, names = verdict.target.store_spec, verdict.evidence, []
         for phase in evidence.phases:
-            if phase.crash is None or not phase.killed or phase.view_after is None:
+            if phase.crash is None or not phase.process.killed or phase.kept.view_after is None:
                 continue
-            view = phase.view_after.normalized()
+            view = phase.kept.view_after.normalized()
             sig = (
                 "sha256:"
                 + hashlib.sha256(orjson.dumps([spec.kind, view], option=orjson.OPT_SORT_KEYS)).hexdigest()
             )
-            files = scrub_store(phase.store_files)
-            if files != phase.store_files and not all(map(_text, phase.store_files.values())):
+            files = scrub_store(phase.kept.store_files)
+            if files != phase.kept.store_files and not all(map(_text, phase.kept.store_files.values())):
                 continue  # a secret inside a binary store: its fixture would no longer read as it was mined
             boundary = str(phase.crash.boundary)
             with self._lock:

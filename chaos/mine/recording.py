@@ -46,7 +46,7 @@ def record_session(
     try:
         argv = world.argv(target.start, draft.start, prompt=prompt)
         phase = execute_phase(world, Phase(PhaseKind.START, argv), draft.start, timeout, folder)
-        write(folder / "session.jsonl", phase.log_after)
+        write(folder / "session.jsonl", phase.kept.log_after)
         for stream in ("stdout", "stderr"):
             scrub_file(folder / f"{phase.name}.{stream}")
         if world.server.fault is not None:
@@ -58,7 +58,9 @@ def record_session(
         raise InternalError("chaos record: the agent sent no model request through the recorder")
     turns = [answers[i] for i in sorted(answers)]
     expect = (
-        Expect(outcome=phase.outcome) if phase.outcome in ("completed", "failed") else Expect(derived=True)
+        Expect(outcome=phase.process.outcome)
+        if phase.process.outcome in ("completed", "failed")
+        else Expect(derived=True)
     )
     scenario = Scenario(
         prompt=prompt,

@@ -1,6 +1,8 @@
 """A phase as it is kept: the record a case's ``verdict.json`` and a sweep's journal hold of each process
-(``PhaseResult``). A field it shares with ``chaos.process.phase.Phase`` by name and type is kept as the
-phase has it (``chaos recheck`` sets it back); the others are the record's own form of a fact."""
+(``PhaseResult``). It is the parts' own records side by side (``chaos.process.phase``): what the process
+did (``ProcessRecord``), where its fault landed (``Landed``, the same in a live phase and in its record),
+what it left durable (``StoreRecord``) and what the world saw it do (``WorldRecord``); each part writes
+its record and reads it back, and no field is declared twice."""
 
 from __future__ import annotations
 
@@ -8,50 +10,76 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 
-@dataclass(frozen=True)
-class PhaseResult:
-    """One process of the run, as recorded."""
+@dataclass(kw_only=True)
+class ProcessRecord:
+    """The process, as the operating system saw it."""
 
-    name: str
-    argv: list[str]
-    crash: str | None
     returncode: int | None
     outcome: str | None
     seconds: float
     timed_out: bool
-    reached: bool | None
-    late_facts: int | None
-    exact: bool | None
-    mechanism: str | None
-    torn: bool
-    failed_calls: int
-    continued: bool
-    waited: bool
+    # what reaping its tree found (``chaos.process.reap.KillReport``)
     signalled: list[int]
     escaped_group: list[int]
     outlived: list[int]
     survivors: list[int]
+    # (an older verdict.json lacks these)
+    killed: bool = False  # chaos SIGKILLed it at its boundary (a crash, not an exit of its own)
+    warm: bool = False  # started as a fork of a warm interpreter (chaos.process.warm), not by exec
+
+
+@dataclass(kw_only=True)
+class Landed:
+    """Where the phase's fault landed, and what a second writer did: a live phase's part and its record
+    alike."""
+
+    reached: bool | None = None
+    late_facts: int | None = None
+    exact: bool | None = None
+    mechanism: str | None = None  # how the stop was timed: ptrace, poll, wire, or world (a held request)
+    torn: bool = False  # the crash left a torn tail (the next write cut short)
+    failed_calls: int = 0  # the store's system calls a disk fault failed (or cut short)
+    failed_at: float | None = None  # when the first of them was made (epoch seconds, as the ledger's)
+    overtaken: bool | None = None  # overtaken: another commit came while the call was parked (False: none)
+    continued: bool = False  # paused at the boundary, then let go on without a crash
+    waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
+    wrote_early: bool = False  # a second writer that changed the log before it waited
+
+
+@dataclass(kw_only=True)
+class StoreRecord:
+    """What the phase found and left durable, in sizes: the session log's committed bytes before and
+    after (and as written before a power cut, and its durable length), a framework store's items."""
+
     log_before: int
     log_after: int
-    requests: int
-    streams: int
-    effects: list[str]
-    strays: list[str]
-    durable: int | None
     written: int | None
-    # what judging the phase again needs (chaos recheck); an older verdict.json lacks them
-    killed: bool = False
-    wrote_early: bool = False
-    ledger_before: int = 0
-    synced_at_ledger: list[int] | None = None
-    # a framework's store (a target with a ``[store]``): items its view held before and after, and the
-    # commits the tracer saw complete (None: no store, or not traced)
-    store_before: int | None = None
+    durable: int | None
+    # (an older verdict.json lacks these)
+    ledger_before: int = 0  # the effect ledger's lines when the phase began
+    synced_at_ledger: list[int] | None = None  # the log's durable length at each ledger write
+    store_before: int | None = None  # items the store's view held before and after
     store_after: int | None = None
-    commits: int | None = None
-    failed_at: float | None = None  # when the first of its failed calls was made (epoch seconds)
-    warm: bool = False  # started as a fork of a warm interpreter (chaos.process.warm), not by exec
-    overtaken: bool | None = None  # the overtaken fault: another commit came while the call was parked
+    commits: int | None = None  # the store's commits the tracer saw complete (None: not traced)
+
+
+@dataclass(kw_only=True)
+class WorldRecord:
+    """What the world saw the phase do."""
+
+    requests: int  # model requests received
+    streams: int  # answers streamed
+    effects: list[str]  # effects the ledger saw start
+    strays: list[str]  # files written beside the workspace
+
+
+@dataclass(kw_only=True)
+class PhaseResult(ProcessRecord, Landed, StoreRecord, WorldRecord):
+    """One process of the run, as recorded: its name, command and crash, and its parts' records."""
+
+    name: str
+    argv: list[str]
+    crash: str | None
 
     def to_json(self) -> dict[str, Any]:
         return {camel(k): v for k, v in asdict(self).items()}

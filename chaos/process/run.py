@@ -16,19 +16,20 @@ import os
 import signal
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from chaos.contract.framing import committed_length
 from chaos.errors import InternalError, Interrupted, UsageError
-from chaos.fault.base import Misbehaviour
+from chaos.fault.base import Fault, Misbehaviour
 from chaos.ledger import STARTS
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits
 from chaos.process.durability import Durability
 from chaos.process.phase import ABORT, Phase
+from chaos.process.record import Landed
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
@@ -64,14 +65,16 @@ def settle(
 ) -> None:
     """What the phase's process did, once it is gone (or handed on, paused)."""
     own_faults(world, proc, phase.name)
-    phase.seconds = time.monotonic() - started
-    phase.timed_out = not ended
-    phase.requests = (before.requests, len(world.server.requests))
-    phase.streams = world.server.streams - before.streams
-    phase.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
-    phase.strays = sorted(set(world.box.strays()) - before.strays)
-    phase.returncode = None if phase.timed_out or phase.frozen else proc.returncode
-    phase.outcome = None if phase.returncode is None else world.target.outcome_of(phase.returncode)
+    phase.process.seconds = time.monotonic() - started
+    phase.process.timed_out = not ended
+    phase.seen.requests = (before.requests, len(world.server.requests))
+    phase.seen.streams = world.server.streams - before.streams
+    phase.seen.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
+    phase.seen.strays = sorted(set(world.box.strays()) - before.strays)
+    phase.process.returncode = None if phase.process.timed_out or phase.process.frozen else proc.returncode
+    phase.process.outcome = (
+        None if phase.process.returncode is None else world.target.outcome_of(phase.process.returncode)
+    )
 
 
 def own_faults(world: World, proc: TracedProcess, name: str) -> None:
@@ -90,12 +93,12 @@ def continue_phase(
 ) -> Phase:
     """Let the paused writer of ``paused`` go on (SIGCONT) after another process resumed its session,
     and wait for it to end, as ``execute_phase`` waits for a process of its own."""
-    proc = paused.frozen
+    proc = paused.process.frozen
     assert proc is not None
-    paused.frozen = None
-    phase.log_before = world.log()
+    paused.process.frozen = None
+    phase.kept.log_before = world.log()
     before = Before.of(world)
-    phase.ledger_before = before.ledger
+    phase.kept.ledger_before = before.ledger
     started, exited = time.monotonic(), False
     try:
         proc.signal_group(signal.SIGCONT)
@@ -104,8 +107,8 @@ def continue_phase(
                 raise Interrupted(f"interrupted during {phase.name}")
             exited = proc.wait(0.05)
     finally:
-        phase.reaped = proc.reap()
-        phase.log_after = world.log()
+        phase.process.reaped = proc.reap()
+        phase.kept.log_after = world.log()
         if keep is not None:
             keep(phase)
     settle(world, phase, proc, started, exited, before)
@@ -180,6 +183,125 @@ def execute_phase(
     return phase
 
 
+@dataclass
+class _Armed:
+    """What a phase arms before its process starts: the boundary's trigger, the store's durability model
+    (a session log's syncs, or a framework store's commits and syncs), and the stop policy over them."""
+
+    fault: Fault | None
+    trigger: Trigger | None
+    commits: Commits | None
+    durability: Durability | None
+    stopper: Stopper
+    traps: bool  # the tracer stops the target at its writes and syncs
+    at_commit: bool  # the boundary is a commit of a framework's store, seen by the tracer or the relay
+    found: dict[str, bytes]  # a framework store's files when the phase began
+    before: Before
+
+    @property
+    def cuts(self) -> bool:
+        """A power cut ends the phase: only what was synced stays."""
+        return self.fault is not None and self.fault.cuts_to_synced and self.stopper.stopped
+
+
+def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
+    """Read what the phase starts from and arm its boundary, its store's model and its fault."""
+    crash, store, spec = phase.crash, world.store, world.target.store_spec
+    fault = crash.fault if crash is not None else None
+    refused = _tracer_needed(crash)
+    if refused is not None:
+        raise UsageError(refused)
+    workspace = world.box.workspace
+    found: dict[str, bytes] = {}
+    if not spec.facts:  # judged by what its adapter reads: its files, before and after
+        found = store.snapshot(workspace, spec.path, spec.state)
+        phase.kept.view_before = store.read(found)
+    else:
+        phase.kept.log_before = world.log()
+    before = Before.of(world)
+    phase.kept.ledger_before = before.ledger
+    at_commit = crash is not None and crash.boundary.in_store  # a store's commit, seen by the tracer
+    trigger = Trigger.arm(world, crash) if crash is not None and not at_commit else None
+    cuts = fault is not None and fault.cuts_to_synced
+    commits = (
+        None
+        if spec.facts
+        else Commits(
+            store, workspace, spec.path, str(world.box.ledger), world.scenario.store_delay, cuts, spec.state
+        )
+    )
+    traps = (
+        commits is not None
+        or (trigger is not None and trigger.durable)
+        or (fault is not None and fault.traced)
+    )
+    durability = None
+    if commits is None and traps and ptrace.unavailable() is None:
+        start = committed_length(phase.kept.log_before)
+        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
+        durability = Durability(
+            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace), world.log_glob
+        )
+    abort = world.target.capabilities.abort or "SIGINT"
+    log = lambda: str(world.log_path() or "") if spec.facts else ""  # noqa: E731
+    stopper = Stopper(
+        world, trigger, crash, log, signal.Signals[abort], pause, durability, commits, phase.kept.view_before
+    )
+    if world.relay is not None and commits is not None:
+        world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire
+    if fault is not None and trigger is not None:
+        fault.arm(_Arming(world, trigger, stopper))
+    if cuts and durability is not None:
+        world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
+    return _Armed(fault, trigger, commits, durability, stopper, traps, at_commit, found, before)
+
+
+def _keep_durable(world: World, phase: Phase, armed: _Armed) -> None:
+    """What the phase left durable, read the moment its process is gone (before anything else may touch
+    it): a power cut first leaves only what was synced."""
+    store, spec, workspace = world.store, world.target.store_spec, world.box.workspace
+    if armed.commits is not None:
+        if armed.cuts:
+            written = store.snapshot(workspace, spec.path, spec.state)
+            _power_cut(workspace, written, armed.commits.durable_files(armed.found))
+        phase.kept.store_files = store.snapshot(workspace, spec.path, spec.state)
+        phase.kept.view_after = store.read(phase.kept.store_files)
+        return
+    durability = armed.durability
+    if durability is not None and armed.cuts:
+        lost = durability.lost_entry()
+        phase.kept.log_written = _cut(world, durability.durable)  # only synced bytes stay
+        if lost and durability.synced:  # it synced its bytes: the entry took them
+            phase.kept.lost_entry = lost
+    phase.kept.log_after = world.log()
+
+
+def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) -> Landed:
+    """Where the fault landed: reached or not, how late, timed how; and the fault's own landing record."""
+    stopper, trigger, fault = armed.stopper, armed.trigger, armed.fault
+    own = stopper.landing()
+    landed = replace(landed, overtaken=own.overtaken, failed_calls=own.failed_calls, failed_at=own.failed_at)
+    if armed.at_commit:
+        # a fault that lets the agent go on lands at the held commit itself: what it commits next is its due
+        commits = stopper.late_commits if fault is None or fault.crashes else 0
+        mechanism = "wire" if world.relay is not None else "ptrace"
+        exact = stopper.stopped and commits == 0
+        return replace(landed, reached=stopper.stopped, late_facts=commits, exact=exact, mechanism=mechanism)
+    if trigger is None:
+        return landed
+    continued = stopper.continued
+    landed = replace(landed, continued=continued, reached=stopper.stopped or continued, torn=own.torn)
+    if trigger.durable:
+        lands = fault.lands_after if fault is not None else 0  # the facts a fault lets through are its own
+        late = None if stopper.late is None else max(0, stopper.late - lands)
+        mechanism = "ptrace" if proc.exact else "poll"
+        return replace(landed, late_facts=late, exact=stopper.stopped and late == 0, mechanism=mechanism)
+    held = stopper.held_at_stop
+    return replace(
+        landed, late_facts=0 if held else None, exact=bool(stopper.stopped and held), mechanism="world"
+    )
+
+
 def phase_steps(
     world: World,
     phase: Phase,
@@ -193,67 +315,11 @@ def phase_steps(
     """``execute_phase`` in steps: with ``waits``, it yields once if the process comes to wait on something
     outside itself (a lock a paused writer holds, see ``chaos.process.waiting``), so that the cycle takes
     its next step meanwhile (lets the paused writer go on); the phase goes on when resumed, counting its
-    own doings from there. Closing it early reaps the process, as an interruption does."""
-    crash, store, spec = phase.crash, world.store, world.target.store_spec
-    fault = crash.fault if crash is not None else None
-    refused = _tracer_needed(crash)
-    if refused is not None:
-        raise UsageError(refused)
-    workspace = world.box.workspace
-    found: dict[str, bytes] = {}
-    if not spec.facts:  # judged by what its adapter reads: its files, before and after
-        found = store.snapshot(workspace, spec.path, spec.state)
-        phase.view_before = store.read(found)
-    else:
-        phase.log_before = world.log()
-    before = Before.of(world)
-    phase.ledger_before = before.ledger
-    at_commit = crash is not None and crash.boundary.in_store  # a store's commit, seen by the tracer
-    trigger = Trigger.arm(world, crash) if crash is not None and not at_commit else None
-    commits = (
-        Commits(
-            store,
-            workspace,
-            spec.path,
-            str(world.box.ledger),
-            world.scenario.store_delay,
-            fault is not None and fault.cuts_to_synced,
-            spec.state,
-        )
-        if not spec.facts
-        else None
-    )
-    traps = (
-        commits is not None
-        or (trigger is not None and trigger.durable)
-        or (fault is not None and fault.traced)
-    )
-    durability = None
-    if commits is None and traps and ptrace.unavailable() is None:
-        start = committed_length(phase.log_before)
-        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
-        durability = Durability(
-            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace), world.log_glob
-        )
-    abort = world.target.capabilities.abort or "SIGINT"
-    log = lambda: str(world.log_path() or "") if spec.facts else ""  # noqa: E731
-    stopper = Stopper(
-        world,
-        trigger,
-        crash,
-        log,
-        signal.Signals[abort],
-        pause,
-        durability,
-        commits,
-        phase.view_before,
-    )
-    if world.relay is not None and commits is not None:
-        world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire
-    if fault is not None and trigger is not None:
-        fault.arm(_Arming(world, trigger, stopper))
-    if fault is not None and fault.cuts_to_synced and durability is not None:
-        world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
+    own doings from there. Closing it early reaps the process, as an interruption does. Three steps:
+    arm (``_prepare``), run the process to its end or its stop, and keep what it left (``_keep_durable``,
+    then what it did and where its fault landed)."""
+    armed = _prepare(world, phase, pause)
+    stopper, trigger, fault = armed.stopper, armed.trigger, armed.fault
     gates = trigger.gates() if trigger else []
     world.box.activate(gates)
     env = world.env(config, gates)
@@ -263,10 +329,18 @@ def phase_steps(
     starts: WarmStarts | None = world.starts
     launch = starts.launch(phase.argv, env) if starts is not None else None
     proc = TracedProcess(
-        phase.argv, world.cwd, env, stdout, stderr, stopper, traps=traps, traced=not pausing, warm=launch
+        phase.argv,
+        world.cwd,
+        env,
+        stdout,
+        stderr,
+        stopper,
+        traps=armed.traps,
+        traced=not pausing,
+        warm=launch,
     )
-    phase.warm, phase.cold_because = proc.warm, proc.cold_because
-    deadline, exited, handed_on = started + timeout, False, False
+    phase.process.warm, phase.process.cold_because = proc.warm, proc.cold_because
+    deadline, exited, handed_on, before = started + timeout, False, False, armed.before
     waiting = (
         Waiting(lambda: list(proc.pids), lambda: world.log_size(), lambda: world.server.in_flight() > 0)
         if waits
@@ -284,7 +358,7 @@ def phase_steps(
                 waited = time.monotonic()
                 yield  # the cycle's next step acts meanwhile: this one's doings are counted from here
                 before = Before.of(world)
-                phase.ledger_before = before.ledger
+                phase.kept.ledger_before = before.ledger
                 waiting, deadline = None, deadline + time.monotonic() - waited
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
         if stopper.choice == "quit":
@@ -297,26 +371,12 @@ def phase_steps(
             stopper.settle()
         world.durable_limit = None
         if handed_on:
-            phase.frozen = proc  # a second writer resumes next; ``continue_phase`` lets this one go on
+            phase.process.frozen = proc  # a second writer resumes next; ``continue_phase`` lets it go on
         else:
             if exited and trigger is not None:
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
-            phase.reaped = proc.reap()
-        cut = fault is not None and fault.cuts_to_synced and stopper.stopped
-        if commits is not None:
-            if cut:
-                _power_cut(
-                    workspace, store.snapshot(workspace, spec.path, spec.state), commits.durable_files(found)
-                )
-            phase.store_files = store.snapshot(workspace, spec.path, spec.state)
-            phase.view_after = store.read(phase.store_files)
-        else:
-            if durability is not None and cut:
-                lost = durability.lost_entry()
-                phase.log_written = _cut(world, durability.durable)  # only synced bytes stay
-                if lost and durability.synced:  # it synced its bytes: the entry took them
-                    phase.lost_entry = lost
-            phase.log_after = world.log()
+            phase.process.reaped = proc.reap()
+        _keep_durable(world, phase, armed)
         if keep is not None:
             keep(phase)
     if world.settle_tools is not None and not handed_on:  # a call the server held goes on without the agent
@@ -324,37 +384,13 @@ def phase_steps(
             trigger.disarm()
         world.settle_tools()
     settle(world, phase, proc, started, exited or handed_on, before)
-    if durability is not None:
-        phase.durable, phase.synced_at_ledger = durability.durable, durability.at_ledger
-    if commits is not None and proc.exact:
-        phase.calls_at_ledger, phase.commits = commits.at_ledger, commits.count
-    phase.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
-    landing = stopper.landing()
-    phase.overtaken, phase.failed_calls, phase.failed_at = (
-        landing.overtaken,
-        landing.failed_calls,
-        landing.failed_at,
-    )
-    if phase.killed or handed_on:
-        phase.outcome = None
-    if at_commit:
-        phase.reached, phase.mechanism = stopper.stopped, "wire" if world.relay is not None else "ptrace"
-        # a fault that lets the agent go on lands at the held commit itself: what it commits next is its due
-        phase.late_facts = stopper.late_commits if fault is None or fault.crashes else 0
-        phase.exact = stopper.stopped and phase.late_facts == 0
+    if armed.durability is not None:
+        phase.kept.durable, phase.kept.synced_at_ledger = armed.durability.durable, armed.durability.at_ledger
+    if armed.commits is not None and proc.exact:
+        phase.kept.calls_at_ledger, phase.kept.commits = armed.commits.at_ledger, armed.commits.count
+    phase.process.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
+    if phase.process.killed or handed_on:
+        phase.process.outcome = None
+    phase.landing = _landed(world, armed, proc, phase.landing)
     if trigger is not None:
-        phase.continued = stopper.continued
-        phase.reached = stopper.stopped or phase.continued
-        phase.torn = landing.torn
-        if trigger.durable:
-            lands = (
-                fault.lands_after if fault is not None else 0
-            )  # the facts a fault lets through are its own
-            phase.late_facts = None if stopper.late is None else max(0, stopper.late - lands)
-            phase.exact = stopper.stopped and phase.late_facts == 0
-            phase.mechanism = "ptrace" if proc.exact else "poll"
-        else:
-            phase.late_facts = 0 if stopper.held_at_stop else None
-            phase.exact = bool(stopper.stopped and stopper.held_at_stop)
-            phase.mechanism = "world"
         trigger.disarm()

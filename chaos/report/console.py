@@ -20,27 +20,29 @@ def render(verdict: Verdict) -> str:
     """The short terminal report: where the kill landed, what recovery did, each check."""
     lines = [f"chaos run {verdict.scenario.path or verdict.scenario.name} against {verdict.target.name}"]
     for phase in verdict.phases:
-        if phase.continued:
+        if phase.landing.continued:
             lines.append(f"  {phase.name}: paused at {phase.crash}, then continued without a crash")
         elif phase.crash:
             lines.append(
                 f"  {phase.name}: crash at {phase.crash}: {landing(phase)}"
-                + (f" ({phase.mechanism})" if phase.reached else "")
-                + f", log {len(phase.log_after)} bytes"
+                + (f" ({phase.landing.mechanism})" if phase.landing.reached else "")
+                + f", log {len(phase.kept.log_after)} bytes"
                 + (
-                    f", {len(phase.reaped.escaped_group)} process(es) had left its process group"
-                    if phase.reaped.escaped_group
+                    f", {len(phase.process.reaped.escaped_group)} process(es) had left its process group"
+                    if phase.process.reaped.escaped_group
                     else ""
                 )
             )
         else:
-            appended = len(phase.log_after) - phase.committed_before
+            appended = len(phase.kept.log_after) - phase.kept.committed_before
             ended = (
-                f"{phase.outcome or 'ended'} (exit {phase.returncode})"
-                if not phase.timed_out
+                f"{phase.process.outcome or 'ended'} (exit {phase.process.returncode})"
+                if not phase.process.timed_out
                 else "killed at the timeout"
             )
-            lines.append(f"  {phase.name}: {ended} in {phase.seconds:.2f}s, appended {appended} bytes")
+            lines.append(
+                f"  {phase.name}: {ended} in {phase.process.seconds:.2f}s, appended {appended} bytes"
+            )
     for check in verdict.checks:
         lines.append(f"  {check.mark} {check.text()}")
     failed = verdict.failed
@@ -49,9 +51,9 @@ def render(verdict: Verdict) -> str:
         lines.append(f"FINDING: {len(failed)} of {len(verdict.checks)} checks failed")
         lines.append(f"  failure [{failure.key}]: {failure.label}")
         for phase in verdict.phases:  # what a process that failed said: the cause is often there
-            said = said_last(verdict.folder / f"{phase.name}.stderr", 3) if phase.returncode else ""
-            if said and not phase.killed:
-                lines.append(f"  {phase.name} exited {phase.returncode} and said: {said}")
+            said = said_last(verdict.folder / f"{phase.name}.stderr", 3) if phase.process.returncode else ""
+            if said and not phase.process.killed:
+                lines.append(f"  {phase.name} exited {phase.process.returncode} and said: {said}")
         lines.append(f"  reproduce: {verdict.reproduce()}")
     else:
         lines.append(f"ok: {len(verdict.checks)} checks held")

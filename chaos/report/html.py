@@ -47,7 +47,7 @@ def view_of(verdict: Verdict) -> CaseView:
     recovery appended (rendered from the evidence in memory, kept in the journal)."""
     evidence = verdict.evidence
     if not evidence.facts:  # a framework's store: what its adapter reads of the crash copy, and at the end
-        held = (evidence.start.view_after or View()).lines()
+        held = (evidence.start.kept.view_after or View()).lines()
         text = "\n".join([*held, *([KILL] if verdict.scenario.crash else [])])
         kept = set(held)
         added = [f"+ {line}" for line in evidence.view.lines() if line not in kept]

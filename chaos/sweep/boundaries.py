@@ -18,17 +18,17 @@ from chaos.sweep.settings import Settings
 def phase_boundaries(phase: Phase) -> list[Boundary]:
     """Every boundary one phase passed, counted within that phase: the durable ones (facts of a session log
     up to any corruption, or each commit of a framework's store the tracer saw), then the in-flight ones."""
-    if phase.view_after is not None:
-        boundaries = [Boundary("commit", nth=k) for k in range(1, (phase.commits or 0) + 1)]
+    if phase.kept.view_after is not None:
+        boundaries = [Boundary("commit", nth=k) for k in range(1, (phase.kept.commits or 0) + 1)]
     else:
-        committed = reduced(phase.log_after).repaired_length
-        start = phase.committed_before
-        boundaries = durable_boundaries(phase.log_after[start:committed], with_header=start == 0)
-    requests = phase.requests[1] - phase.requests[0]
+        committed = reduced(phase.kept.log_after).repaired_length
+        start = phase.kept.committed_before
+        boundaries = durable_boundaries(phase.kept.log_after[start:committed], with_header=start == 0)
+    requests = phase.seen.requests[1] - phase.seen.requests[0]
     boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
-    boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.streams + 1)]
+    boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.seen.streams + 1)]
     seen: dict[str, int] = {}
-    for effect in phase.effects:
+    for effect in phase.seen.effects:
         seen[effect] = seen.get(effect, 0) + 1
         for what in ("effect-running", "effect-done"):
             boundaries.append(Boundary(what, {"effect": effect}, seen[effect]))
@@ -37,7 +37,9 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
 
 def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list[str]:
     """Each boundary's kind of moment (a model request's: first, retry or compaction)."""
-    requests = request_kinds(evidence.requests, *phase.requests, retried_attempts(facts(phase.log_after)))
+    requests = request_kinds(
+        evidence.requests, *phase.seen.requests, retried_attempts(facts(phase.kept.log_after))
+    )
     return [
         moment(b, requests[b.nth - 1] if b.what == "model-request" and b.nth <= len(requests) else None)
         for b in boundaries

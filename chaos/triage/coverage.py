@@ -22,11 +22,11 @@ from chaos.scenario.model import Strike
 def _aborts(phase: Phase) -> list[bytes]:
     """The log as it stood at each abort a phase made durable itself: the agent then faced the abort's
     row of the tree in that process (it finished the abort without a resume)."""
-    out, end = [], len(phase.log_before)
-    for line in phase.log_after[end:].splitlines(keepends=True):
+    out, end = [], len(phase.kept.log_before)
+    for line in phase.kept.log_after[end:].splitlines(keepends=True):
         end += len(line)
         if b'"abortRequested"' in line and line.endswith(b"\n"):
-            out.append(phase.log_after[:end])
+            out.append(phase.kept.log_after[:end])
     return out
 
 

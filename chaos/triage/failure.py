@@ -203,7 +203,9 @@ def _first_step(ev: Evidence) -> Divergence | None:
         made = decision(before, ev.current)
         if made is None or made.row == "0-idle":
             continue
-        appended = raw_facts(appended_lines(before, phase.written))  # as written (plan-followed's reading)
+        appended = raw_facts(
+            appended_lines(before, phase.kept.written)
+        )  # as written (plan-followed's reading)
         departed = departure(made.plan, appended, ev.current)
         if departed is not None:
             did, shape = _did(appended)
@@ -226,9 +228,9 @@ def _ending(ev: Evidence) -> Divergence | None:
     made, state = decision(final, ev.current), reduced(final).state
     if made is None or state is None or state.operation is None or made.plan["type"] == "blocked":
         return None
-    did = f"ended {ending.outcome or 'with no known outcome'}"
+    did = f"ended {ending.process.outcome or 'with no known outcome'}"
     planned = _planned(made.plan)
-    return Divergence(planned, did, [planned, ["ended", ending.outcome]])
+    return Divergence(planned, did, [planned, ["ended", ending.process.outcome]])
 
 
 def divergence(ev: Evidence, check: str, expected: str, got: str) -> Divergence | None:
@@ -295,20 +297,23 @@ def _acted_on_lost_facts(verdict: Verdict, check: Check) -> Failure | None:
     disk fault). One cause each, whichever check saw it first and in whichever phase (the same code
     writes the log in a first run and in a resume)."""
     phases = verdict.evidence.phases
-    entry = next((p.lost_entry for p in phases if p.lost_entry), None)
+    entry = next((p.kept.lost_entry for p in phases if p.kept.lost_entry), None)
     if entry is not None:
         said = (
             "a power cut took the whole log: the agent created an entry on its path and never synced the "
             "directory holding it (POSIX keeps a new entry only then), and it had acted on the log"
         )
         return Failure(check.id, Divergence(None, said, [LOST_ENTRY], False))
-    if check.id == "intent-synced" or (check.id in ACTED_ON_CUT and any(p.cut for p in phases)):
+    if check.id == "intent-synced" or (check.id in ACTED_ON_CUT and any(p.kept.cut for p in phases)):
         said = (
             "the agent acted on facts it had written and not synced (it ran an effect, or sent a model "
             "request): a power cut there keeps what was done and loses the facts that record it"
         )
         return Failure(check.id, Divergence(None, said, [UNSYNCED], False))
-    if any(p.failed_at is not None and p.failed_at < at for p, at in _acts(verdict.evidence, check)):
+    if any(
+        p.landing.failed_at is not None and p.landing.failed_at < at
+        for p, at in _acts(verdict.evidence, check)
+    ):
         said = "the agent went on after a write to the log failed: it acted on facts the log does not hold"
         return Failure(check.id, Divergence(None, said, [FAILED_WRITE], False))
     return None
@@ -327,7 +332,7 @@ def _acts(ev: Evidence, check: Check) -> list[tuple[Phase, float]]:
         (p, ev.requests[n - 1]["received"])
         for p in ev.phases
         for n in sent
-        if p.requests[0] < n <= p.requests[1]
+        if p.seen.requests[0] < n <= p.seen.requests[1]
     ]
 
 
@@ -337,5 +342,5 @@ def size(verdict: Verdict) -> list[Any]:
     smallest: fewest facts committed in its crash prefix, then fewest turns, then its name."""
     state = reduced(verdict.evidence.prefix[: committed_length(verdict.evidence.prefix)]).state
     start = verdict.evidence.start
-    exact = verdict.scenario.crash is None or bool(start.exact and start.mechanism != "poll")
+    exact = verdict.scenario.crash is None or bool(start.landing.exact and start.landing.mechanism != "poll")
     return [0 if exact else 1, state.seq if state else 0, len(verdict.scenario.turns), verdict.case]
