@@ -79,6 +79,6 @@ def test_a_kill_at_a_commit_leaves_it_made_and_a_kill_before_it_rolled_back(
     files = store_named("langgraph").snapshot(tmp_path, "state.db")
     assert code == -signal.SIGKILL
     assert _rows(files) == (1 if before else 2)
-    assert _rows(commits.durable_files({})) == 1
+    assert _rows(commits.durable_files()) == 1
     if mode != "wal" and before:
         assert "state.db-journal" in files  # hot: part of the state chaos keeps and restores

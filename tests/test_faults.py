@@ -45,6 +45,11 @@ TABLE = {
     "mcp-error": ("mcp-error-answer", "mcp-error-call-again", "never-once"),
     # a store on the world's PostgreSQL server: the bug is the LangGraph driver's (LANGGRAPH_DRIVER_BUG)
     "postgres-crash": ("frameworks/deploy-database-crash", "prompt-again-on-lost-connection", "inputs-once"),
+    "connection-lost": (
+        "frameworks/deploy-connection-lost",
+        "prompt-again-on-lost-connection",
+        "inputs-once",
+    ),
     # parallel calls of a framework's graph: the "bug" is the target's declaration (at most once), which the
     # first call, run again on resume since its output was not durable when the second's was, breaks
     "overtaken": ("frameworks/deploy-overtaken", AT_MOST_ONCE, "effects-as-declared"),

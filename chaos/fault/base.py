@@ -130,6 +130,11 @@ class WorldServers(Protocol):
     def restart_database(self) -> Callable[[], None] | None:
         """The database server crashes (the commit it holds is made, its answer lost) and restarts."""
 
+    @property
+    def cut_database_connections(self) -> Callable[[], None] | None:
+        """Every connection to the database server is cut (the commit it holds is made, its answer lost);
+        the server lives."""
+
 
 class FactWatch(Protocol):
     def poll(self) -> bool:

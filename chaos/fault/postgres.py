@@ -19,11 +19,11 @@ from chaos.fault.base import Fault, Stop
 from chaos.store import known, store_named
 
 
-class PostgresCrash(Fault):
-    name = "postgres-crash"
-    summary = (
-        "the world's PostgreSQL server crashes at a commit (its answer lost) and restarts; the agent goes on"
-    )
+class ServerStoreFault(Fault):
+    """A fault of the database server a store lives on: at a commit the server made, its answer held at
+    the world's relay; the agent goes on, and meets a lost connection with a commit it cannot know the
+    fate of. Lands only on a store on the world's server, in the first run and in a recovery."""
+
     places = "durable"
     on_stores = True
     crashes = False
@@ -36,7 +36,16 @@ class PostgresCrash(Fault):
 
     def unavailable_on_log(self) -> str | None:
         kinds = ", ".join(k for k in known() if store_named(k).server == "postgres")
-        return f"the postgres-crash fault needs a store on the world's PostgreSQL server ([store] kind = {kinds})"
+        return (
+            f"the {self.name} fault needs a store on the world's PostgreSQL server ([store] kind = {kinds})"
+        )
+
+
+class PostgresCrash(ServerStoreFault):
+    name = "postgres-crash"
+    summary = (
+        "the world's PostgreSQL server crashes at a commit (its answer lost) and restarts; the agent goes on"
+    )
 
     def stop(self, stop: Stop) -> None:
         restart = stop.world.restart_database

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.process import ptrace
+from chaos.process.phase import Kept
 from chaos.scenario.model import Boundary
 from chaos.store import Store, View
 from chaos.store.sqlite import FRAME_HEADER, JOURNAL_HEADER, commits_frame
@@ -49,6 +50,7 @@ class Commits:
     delay: float = 0.0  # seconds each commit takes (a slow disk): its writer is held before the commit
     power_cut: bool = False  # keep each store file's bytes at its syncs (only a power cut needs them)
     state: str | None = None  # the target's ``[store] state``: a saved run state read with the store
+    found: dict[str, bytes] = field(default_factory=dict)  # the store's files when the phase began
     made: list[float] = field(default_factory=list)  # when each commit of the phase completed (epoch s)
     begun: int = 0  # commits begun (a commit frame's header written, a journal's end asked for)
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
@@ -139,13 +141,36 @@ class Commits:
                 except FileNotFoundError:
                     continue
 
-    def durable_files(self, before: dict[str, bytes]) -> dict[str, bytes]:
+    def keep(self, kept: Kept, cut: bool) -> None:
+        """The store's files the moment the process is gone, and what its adapter reads of them; a power
+        cut first leaves each file as of its last sync (and no SQLite shared-memory index: it lived in
+        memory)."""
+        if cut:
+            written, durable = self._snapshot(), self.durable_files()
+            for name in set(written) | set(durable):
+                path = self.workspace / name
+                if name in durable:
+                    path.write_bytes(durable[name])
+                else:
+                    path.unlink(missing_ok=True)
+                Path(f"{path}-shm").unlink(missing_ok=True)
+        kept.store_files = self._snapshot()
+        kept.view_after = self.store.read(kept.store_files)
+
+    def record(self, kept: Kept, traced: bool) -> None:
+        if traced:
+            kept.calls_at_ledger, kept.commits = self.at_ledger, self.count
+
+    def _snapshot(self) -> dict[str, bytes]:
+        return self.store.snapshot(self.workspace, self.path, self.state)
+
+    def durable_files(self) -> dict[str, bytes]:
         """What a power cut now would leave of the store: each file as of its last sync in the phase, else
-        as the phase found it (``before``); a file the phase created and never synced is gone, and so is
+        as the phase found it (``found``); a file the phase created and never synced is gone, and so is
         one it removed and then synced its directory; one removed without that comes back. Each file is
         judged on its own syncs: a WAL checkpoint overwrites database pages in place, so a byte prefix of
         one log (a session log's model) does not describe a database."""
-        return {name: data for name, data in {**before, **self.synced}.items() if name not in self.gone}
+        return {name: data for name, data in {**self.found, **self.synced}.items() if name not in self.gone}
 
     def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
         """At a trap, with the process stopped: (ask for a stop when the call returns, a commit was just

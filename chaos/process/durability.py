@@ -33,8 +33,10 @@ import glob
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from chaos.process import ptrace
+from chaos.process.phase import Kept
 
 O_DSYNC = 0o10000  # also set within O_SYNC
 
@@ -169,6 +171,69 @@ class Durability:
             if ptrace.call_result(pid) > 0:
                 self._synced()
         return False
+
+
+class Model(Protocol):
+    """How one phase's store becomes durable, as the tracer sees it, and what a power cut keeps of it.
+    Each store has one, chosen once per phase: a session log's (``LogModel``: its synced length and the
+    directory entries on its path) or a framework store's (``chaos.process.commits.Commits``: its commits,
+    by WAL frame, rollback journal or line, and each file as of its last sync)."""
+
+    def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
+        """At a trap, with the process stopped: (stop the call again when it returns, a commit of the
+        store was just completed)."""
+
+    def holds(self, path: str) -> bool:
+        """``path`` is one of the store's files (a disk fault fails the calls on them)."""
+
+    def drop_unsynced(self) -> None:
+        """A sync of the store failed: what was not synced before it never will be (fsync-error)."""
+
+    def keep(self, kept: Kept, cut: bool) -> None:
+        """What the phase left durable, read the moment its process is gone; a power cut (``cut``)
+        first leaves only what was synced."""
+
+    def record(self, kept: Kept, traced: bool) -> None:
+        """What the model saw during the phase, once it is over (``traced``: every trap was seen)."""
+
+
+class LogModel:
+    """A session log's model: its durable length (``Durability``, where the tracer sees its syncs) and the
+    log's bytes, read through ``log`` (the bytes now), cut by ``truncate`` (to a length)."""
+
+    def __init__(
+        self,
+        path: Callable[[], str],
+        log: Callable[[], bytes],
+        truncate: Callable[[int], None],
+        durability: Durability | None,
+    ) -> None:
+        self.path, self.log, self.truncate, self.durability = path, log, truncate, durability
+
+    def observe(self, pid: int, tag: int) -> tuple[bool, bool]:
+        return (self.durability.observe(pid, tag) if self.durability is not None else False), False
+
+    def holds(self, path: str) -> bool:
+        return bool(path) and path == self.path()
+
+    def drop_unsynced(self) -> None:
+        if self.durability is not None:
+            self.durability.drop_unsynced()
+
+    def keep(self, kept: Kept, cut: bool) -> None:
+        durability = self.durability
+        if durability is not None and cut:
+            lost, written = durability.lost_entry(), self.log()
+            if durability.durable < len(written):
+                self.truncate(durability.durable)  # only synced bytes stay
+            kept.log_written = written
+            if lost and durability.synced:  # it synced its bytes: the entry took them
+                kept.lost_entry = lost
+        kept.log_after = self.log()
+
+    def record(self, kept: Kept, traced: bool) -> None:
+        if self.durability is not None:
+            kept.durable, kept.synced_at_ledger = self.durability.durable, self.durability.at_ledger
 
 
 def _directories_of(root: str, pattern: str) -> set[str]:

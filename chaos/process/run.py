@@ -5,9 +5,12 @@ scenario, the start, each resume, the idempotence rerun), with a timeout. The
 log's bytes (or a framework's store files) are read the moment the process is
 gone, before held requests and gates are released or anything else may touch
 it, and handed to ``keep`` (which saves a crash prefix at once). One runner,
-one stop policy (``chaos.process.stop``) for every target: what differs is
-what the target's store adapter makes durable (``world.store``), and how its
-durable boundaries show at the tracer (facts of a log, commits of a store).
+one stop policy (``chaos.process.stop``) and one durability model interface
+(``chaos.process.durability.Model``) for every target: what differs is the
+store's model (a session log's synced length, a framework store's commits and
+synced files), which sees every trap first, keeps what the phase left and
+says what a power cut keeps; how the boundaries show at the tracer follows
+from it (facts of a log, commits of a store).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from chaos.ledger import STARTS
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits
-from chaos.process.durability import Durability
+from chaos.process.durability import Durability, LogModel, Model
 from chaos.process.phase import ABORT, Phase
 from chaos.process.record import Landed
 from chaos.process.stop import Decide, Stopper, Trigger
@@ -127,24 +130,11 @@ class _Arming:
         self.world.server.misbehave(self.trigger.request, how)
 
 
-def _cut(world: World, durable: int) -> bytes:
-    """Truncate the log to its durable length; return what had been written."""
-    path, written = world.log_path(), world.log()
-    if path is not None and durable < len(written):
-        os.truncate(path, durable)
-    return written
-
-
-def _power_cut(workspace: Path, written: dict[str, bytes], durable: dict[str, bytes]) -> None:
-    """Leave in the workspace only what a power cut would of a framework's store: each file as of its last
-    sync (gone if it never had one), and no SQLite shared-memory index (it lived in memory)."""
-    for name in set(written) | set(durable):
-        path = workspace / name
-        if name in durable:
-            path.write_bytes(durable[name])
-        else:
-            path.unlink(missing_ok=True)
-        Path(f"{path}-shm").unlink(missing_ok=True)
+def _truncate(world: World, length: int) -> None:
+    """Cut the session log to ``length`` bytes (what a power cut keeps of it)."""
+    path = world.log_path()
+    if path is not None:
+        os.truncate(path, length)
 
 
 def _tracer_needed(crash: Strike | None) -> str | None:
@@ -190,12 +180,10 @@ class _Armed:
 
     fault: Fault | None
     trigger: Trigger | None
-    commits: Commits | None
-    durability: Durability | None
+    model: Model  # the store's durability model (``chaos.process.durability.Model``)
     stopper: Stopper
     traps: bool  # the tracer stops the target at its writes and syncs
     at_commit: bool  # the boundary is a commit of a framework's store, seen by the tracer or the relay
-    found: dict[str, bytes]  # a framework store's files when the phase began
     before: Before
 
     @property
@@ -227,7 +215,14 @@ def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
         None
         if spec.facts
         else Commits(
-            store, workspace, spec.path, str(world.box.ledger), world.scenario.store_delay, cuts, spec.state
+            store,
+            workspace,
+            spec.path,
+            str(world.box.ledger),
+            world.scenario.store_delay,
+            cuts,
+            spec.state,
+            found,
         )
     )
     traps = (
@@ -235,45 +230,35 @@ def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
         or (trigger is not None and trigger.durable)
         or (fault is not None and fault.traced)
     )
-    durability = None
-    if commits is None and traps and ptrace.unavailable() is None:
-        start = committed_length(phase.kept.log_before)
-        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
-        durability = Durability(
-            log_path, str(world.box.ledger), start, world.scenario.persistence, str(workspace), world.log_glob
+    model: Model
+    if commits is not None:
+        model = commits
+    else:
+        durability = None
+        if traps and ptrace.unavailable() is None:
+            start = committed_length(phase.kept.log_before)
+            log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
+            durability = Durability(
+                log_path,
+                str(world.box.ledger),
+                start,
+                world.scenario.persistence,
+                str(workspace),
+                world.log_glob,
+            )
+            if cuts:
+                limit = durability
+                world.durable_limit = lambda: limit.durable  # requests count only what a power cut keeps
+        model = LogModel(
+            lambda: str(world.log_path() or ""), world.log, lambda n: _truncate(world, n), durability
         )
     abort = world.target.capabilities.abort or "SIGINT"
-    log = lambda: str(world.log_path() or "") if spec.facts else ""  # noqa: E731
-    stopper = Stopper(
-        world, trigger, crash, log, signal.Signals[abort], pause, durability, commits, phase.kept.view_before
-    )
+    stopper = Stopper(world, trigger, crash, signal.Signals[abort], pause, model, phase.kept.view_before)
     if world.relay is not None and commits is not None:
         world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire
     if fault is not None and trigger is not None:
         fault.arm(_Arming(world, trigger, stopper))
-    if cuts and durability is not None:
-        world.durable_limit = lambda: durability.durable  # requests count only what a power cut keeps
-    return _Armed(fault, trigger, commits, durability, stopper, traps, at_commit, found, before)
-
-
-def _keep_durable(world: World, phase: Phase, armed: _Armed) -> None:
-    """What the phase left durable, read the moment its process is gone (before anything else may touch
-    it): a power cut first leaves only what was synced."""
-    store, spec, workspace = world.store, world.target.store_spec, world.box.workspace
-    if armed.commits is not None:
-        if armed.cuts:
-            written = store.snapshot(workspace, spec.path, spec.state)
-            _power_cut(workspace, written, armed.commits.durable_files(armed.found))
-        phase.kept.store_files = store.snapshot(workspace, spec.path, spec.state)
-        phase.kept.view_after = store.read(phase.kept.store_files)
-        return
-    durability = armed.durability
-    if durability is not None and armed.cuts:
-        lost = durability.lost_entry()
-        phase.kept.log_written = _cut(world, durability.durable)  # only synced bytes stay
-        if lost and durability.synced:  # it synced its bytes: the entry took them
-            phase.kept.lost_entry = lost
-    phase.kept.log_after = world.log()
+    return _Armed(fault, trigger, model, stopper, traps, at_commit, before)
 
 
 def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) -> Landed:
@@ -316,7 +301,7 @@ def phase_steps(
     outside itself (a lock a paused writer holds, see ``chaos.process.waiting``), so that the cycle takes
     its next step meanwhile (lets the paused writer go on); the phase goes on when resumed, counting its
     own doings from there. Closing it early reaps the process, as an interruption does. Three steps:
-    arm (``_prepare``), run the process to its end or its stop, and keep what it left (``_keep_durable``,
+    arm (``_prepare``), run the process to its end or its stop, and keep what it left (its store's model, ``Model.keep``,
     then what it did and where its fault landed)."""
     armed = _prepare(world, phase, pause)
     stopper, trigger, fault = armed.stopper, armed.trigger, armed.fault
@@ -376,7 +361,7 @@ def phase_steps(
             if exited and trigger is not None:
                 trigger.disarm()  # chaos's own holds go first: what lives on after that is the agent's
             phase.process.reaped = proc.reap()
-        _keep_durable(world, phase, armed)
+        armed.model.keep(phase.kept, armed.cuts)  # what it left durable, at once
         if keep is not None:
             keep(phase)
     if world.settle_tools is not None and not handed_on:  # a call the server held goes on without the agent
@@ -384,10 +369,7 @@ def phase_steps(
             trigger.disarm()
         world.settle_tools()
     settle(world, phase, proc, started, exited or handed_on, before)
-    if armed.durability is not None:
-        phase.kept.durable, phase.kept.synced_at_ledger = armed.durability.durable, armed.durability.at_ledger
-    if armed.commits is not None and proc.exact:
-        phase.kept.calls_at_ledger, phase.kept.commits = armed.commits.at_ledger, armed.commits.count
+    armed.model.record(phase.kept, proc.exact)
     phase.process.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
     if phase.process.killed or handed_on:
         phase.process.outcome = None

@@ -30,7 +30,7 @@ from chaos.fault.base import Injection, Landing, Trap, TrapKind
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits, reached
-from chaos.process.durability import Durability
+from chaos.process.durability import Model
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Boundary, Strike
@@ -137,17 +137,17 @@ class Stopper:
         world: World,
         trigger: Trigger | None,
         crash: Strike | None,
-        log: Callable[[], str],
         abort_signal: int,
         pause: Decide | None,
-        durability: Durability | None = None,
-        commits: Commits | None = None,
+        model: Model,
         base: View | None = None,
     ) -> None:
-        self.trigger, self.pause, self.durability = trigger, pause, durability
+        self.trigger, self.pause = trigger, pause
+        self.model = model  # the store's durability model: every trap goes to it first
         # A framework's store: its commits seen at the traps, the boundary among them (a commit, a call or
         # output made durable), the store the phase started from, and the store after each commit.
-        self.commits = commits
+        self.commits = model if isinstance(model, Commits) else None
+        commits = self.commits
         boundary = crash.boundary if crash is not None else None
         self.at_commit = (
             boundary if commits is not None and boundary is not None and boundary.in_store else None
@@ -157,7 +157,6 @@ class Stopper:
         self.views: list[View] = []  # the store after each commit (for a call- or output-durable boundary)
         self.begun_at_stop = 0
         self.fault = crash.fault if crash is not None else FAULTS["kill"]
-        self.log = log  # the log's path now ("" before it exists)
         self.abort_signal = abort_signal
         self.proc: TracedProcess | None = None
         self.stopped = False  # the boundary was reached and the fault carried out
@@ -214,9 +213,7 @@ class Stopper:
             self.late = self.trigger.late_facts()
 
     def stores(self, path: str) -> bool:
-        if self.commits is not None:
-            return self.commits.holds(path)
-        return bool(path) and path == self.log()
+        return self.model.holds(path)
 
     def watch_facts(self) -> Watch | None:
         if self.commits is not None:
@@ -245,9 +242,7 @@ class Stopper:
         ptrace.shorten_write(trap.pid, count)
 
     def drop_unsynced(self) -> None:
-        for model in (self.durability, self.commits):
-            if model is not None:
-                model.drop_unsynced()
+        self.model.drop_unsynced()
 
     def landing(self) -> Landing:
         return self.injection.landing() if self.injection is not None else Landing()
@@ -279,9 +274,7 @@ class Stopper:
 
     def _observe(self, pid: int, tag: int) -> bool:
         """The store's durability model at a trap: whether to stop the call again when it returns."""
-        if self.commits is None:
-            return self.durability.observe(pid, tag) if self.durability is not None else False
-        asked, committed = self.commits.observe(pid, tag)
+        asked, committed = self.model.observe(pid, tag)
         if committed:
             self._committed()
         return asked

@@ -71,6 +71,11 @@ class World:
         return self.box.spoil if self.target.mcp is not None else None
 
     @property
+    def cut_database_connections(self) -> Callable[[], None] | None:
+        """The relay cuts every connection to its database server, which lives on (``connection-lost``)."""
+        return self.relay.cut if self.relay is not None else None
+
+    @property
     def log_glob(self) -> str:
         return str(self.box.workspace / self.target.sessions)
 
