@@ -136,6 +136,20 @@ ROWS = [
         ["line 1", "store_delay", "at most 10"],
     ),
     (
+        "upgrade-without-resume",
+        ["run", FRAMEWORK, "--target", "{t}"],
+        None,
+        LANGGRAPH + '\n[upgrade]\nenv = { X = "1" }\n',
+        ["upgrade.resume", "required"],
+    ),
+    (
+        "upgrade-unknown-placeholder",
+        ["run", FRAMEWORK, "--target", "{t}"],
+        None,
+        LANGGRAPH + '\n[upgrade]\nresume = ["{python}", "{nope}"]\n',
+        ["upgrade.resume", "{nope}"],
+    ),
+    (
         "store-kind-unknown",
         ["run", FRAMEWORK, "--target", "{t}"],
         None,

@@ -406,6 +406,25 @@ def test_a_graph_stopped_by_a_signal_mid_tool_is_recovered(fault: str, tmp_path:
 
 
 @langgraph
+def test_a_run_resumed_by_the_next_version_with_a_renamed_node_is_stranded(tmp_path: Path) -> None:
+    """A deploy while runs are in flight: the graph crashed once the deploy's call was durable is resumed
+    by the next version ([upgrade]), whose tools node is renamed. LangGraph (1.2.x) finds no next task for
+    the thread: the resume ends as if done (exit 0), the deploy never runs and the call keeps no output.
+    The same crash resumed by the same version holds every check."""
+    crash = Strike(Boundary.parse("call-durable[tool=deploy]"))
+    scenario = api.load(ONE).with_crash(crash)
+    upgraded = api.run(
+        scenario, REPO / "tests" / "targets" / "langgraph-upgraded.toml", results=tmp_path / "up"
+    )
+    resume = upgraded.evidence.recoveries[0]
+    assert "langgraph_app:renamed" in " ".join(resume.argv) and resume.process.outcome == "completed"
+    assert {"effects-as-declared", "store-consistent", "same-outcome"} <= {c.id for c in upgraded.failed}
+    assert "effect deploy never completed" in " ".join(_problems(upgraded))
+    same = api.run(scenario, "langgraph", results=tmp_path / "same")
+    assert same.ok, _problems(same)
+
+
+@langgraph
 def test_an_approval_given_later_by_a_separate_command(tmp_path: Path) -> None:
     """A graph that parks for approval (``interrupt()``) exits parked; the target's approve command, run
     as a person would later, gives it (``Command(resume=True)``) in a process of its own. chaos chains

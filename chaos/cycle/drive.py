@@ -175,6 +175,7 @@ def _cycle(
     start = Phase(PhaseKind.START, argv, scenario.crash)
     _phase(world, start, scenario.start, limit, out, keep, pause if scenario.crash else None)
     phases.append(start)
+    target = world.target = target.upgraded()  # every resume is the next version's, where one is named
     config = scenario.start.then(scenario.change)
     current = None
     if target.facts and start.kept.log_after:

@@ -8,8 +8,9 @@ the run again sends its prompt twice."""
 
 from __future__ import annotations
 
-from chaos.errors import UsageError
-from chaos.fault.base import Stop
+from collections.abc import Callable
+
+from chaos.fault.base import WorldServers
 from chaos.fault.postgres import ServerStoreFault
 
 
@@ -19,10 +20,5 @@ class ConnectionLost(ServerStoreFault):
         "the agent's connections to the database are cut at a commit (its answer lost); the server lives"
     )
 
-    def stop(self, stop: Stop) -> None:
-        cut = stop.world.cut_database_connections
-        if cut is None:
-            raise UsageError(
-                "connection-lost: this world runs no database server (the target's store is not on one)"
-            )
-        cut()
+    def server_fault(self, world: WorldServers) -> Callable[[], None] | None:
+        return world.cut_database_connections

@@ -14,8 +14,9 @@ on the world's server (``[store] kind`` of a server store, ``chaos.store.postgre
 
 from __future__ import annotations
 
-from chaos.errors import UsageError
-from chaos.fault.base import Fault, Stop
+from collections.abc import Callable
+
+from chaos.fault.base import Fault, WorldServers
 from chaos.store import known, store_named
 
 
@@ -47,10 +48,5 @@ class PostgresCrash(ServerStoreFault):
         "the world's PostgreSQL server crashes at a commit (its answer lost) and restarts; the agent goes on"
     )
 
-    def stop(self, stop: Stop) -> None:
-        restart = stop.world.restart_database
-        if restart is None:
-            raise UsageError(
-                "postgres-crash: this world runs no database server (the target's store is not on one)"
-            )
-        restart()
+    def server_fault(self, world: WorldServers) -> Callable[[], None] | None:
+        return world.restart_database

@@ -15,7 +15,7 @@ import importlib.util
 import string
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,15 @@ class ToolDeclaration:
 
 
 @dataclass(frozen=True)
+class Upgrade:
+    """The next version of the agent, as a deploy while runs are in flight brings it: every resume after
+    the run that crashed is this version's (its resume command, its environment over the target's)."""
+
+    resume: list[str]
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Target:
     path: Path
     name: str
@@ -146,6 +155,14 @@ class Target:
     takes_deadline: bool = False  # a command or [env] passes {request_deadline}: chaos may shorten it
     warm: bool = True  # a sweep may start its Python processes warm (chaos.case.starts); false: always cold
     mcp_trusted: tuple[str, ...] = ()  # the MCP tools the host (not the server) declares safe to replay
+    upgrade: Upgrade | None = None  # ``[upgrade]``: the crashed run is resumed by the next version
+
+    def upgraded(self) -> Target:
+        """The target its resumes run as: the next version where it names one (``[upgrade]``)."""
+        if self.upgrade is None:
+            return self
+        env = {**self.env, **self.upgrade.env}
+        return replace(self, resume=self.upgrade.resume, env=env, upgrade=None)
 
     @property
     def mcp(self) -> str | None:
@@ -263,14 +280,8 @@ def load_target(path: Path) -> Target:
     sessions = top.take("sessions", str, declared.path if declared else MISSING)
     if sessions.startswith("/") or ".." in Path(sessions).parts:
         top.fail("sessions", "must be a glob relative to the workspace, e.g. .tiny-agent/sessions/*.jsonl")
-    env_table = top.table("env")
-    env = {key: env_table.take(key, str) for key in list(env_table.data)}
-    for key, value in env.items():
-        if not key or "=" in key or "\0" in key:
-            env_table.fail(key, "an environment variable's name cannot be empty or hold '=' or NUL")
-        if "\0" in value:
-            env_table.fail(key, "an environment value cannot hold a NUL character")
-        _check_template(env_table, key, value, common)
+    env = _env(top, common)
+    upgrade = _upgrade(top, common | {"session_id"})
     codes_table = top.table("exit", required=True)
     codes = {outcome: codes_table.take(outcome, int) for outcome in OUTCOMES}
     if approve is not None:  # a run that parks for approval exits so, and the approve command goes on
@@ -331,10 +342,40 @@ def load_target(path: Path) -> Target:
         takes_deadline=takes_deadline,
         warm=top.take("warm", bool, True),
         mcp_trusted=tuple(top.strings("mcp_trusted", [])),
+        upgrade=upgrade,
     )
     top.take("description", str, "")
     top.done(GUIDE)
     return target
+
+
+def _upgrade(top: Table, names: set[str]) -> Upgrade | None:
+    """``[upgrade]``: the next version's ``resume`` command and the ``env`` it adds (a run crashed under
+    this version is resumed by that one)."""
+    if "upgrade" not in top.data:
+        return None
+    table = top.table("upgrade")
+    resume = table.strings("resume")
+    if not resume:
+        table.fail("resume", "must name a program to run: the next version's resume command")
+    for part in resume:
+        _check_template(table, "resume", part, names)
+    env = _env(table, names - {"session_id"})
+    table.done(GUIDE)
+    return Upgrade(resume, env)
+
+
+def _env(table: Table, names: set[str]) -> dict[str, str]:
+    """An ``[env]`` table: variables the agent gets, their values templates of ``names``."""
+    env_table = table.table("env")
+    env = {key: env_table.take(key, str) for key in list(env_table.data)}
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            env_table.fail(key, "an environment variable's name cannot be empty or hold '=' or NUL")
+        if "\0" in value:
+            env_table.fail(key, "an environment value cannot hold a NUL character")
+        _check_template(env_table, key, value, names)
+    return env
 
 
 def phase_limit(scenario: Scenario, target: Target) -> float:

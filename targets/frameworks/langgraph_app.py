@@ -52,24 +52,25 @@ def _with_agent() -> StateGraph[MessagesState]:
     return graph
 
 
-def builder(approved: bool = False) -> StateGraph[MessagesState]:
+def builder(approved: bool = False, tools: str = "tools") -> StateGraph[MessagesState]:
     """The graph, not yet compiled: the driver compiles it with its checkpointer. ``approved``: a person
     approves the model's calls before they run (a node of its own that parks the run, ``interrupt()``,
-    until the approval comes; it does nothing else, so running it again on the approval is harmless)."""
+    until the approval comes; it does nothing else, so running it again on the approval is harmless).
+    ``tools``: the name of the node that runs the calls (the next version renames it)."""
 
     def ask(state: MessagesState) -> dict[str, list[object]]:
         interrupt({"approve": [c["id"] for c in state["messages"][-1].tool_calls]})  # type: ignore[union-attr]
         return {"messages": []}
 
     graph = _with_agent()
-    graph.add_node("tools", ToolNode([deploy]))
+    graph.add_node(tools, ToolNode([deploy]))
     if approved:
         graph.add_node("ask", ask)
         graph.add_conditional_edges("agent", tools_condition, {"tools": "ask", END: END})
-        graph.add_edge("ask", "tools")
+        graph.add_edge("ask", tools)
     else:
-        graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
+        graph.add_conditional_edges("agent", tools_condition, {"tools": tools, END: END})
+    graph.add_edge(tools, "agent")
     return graph
 
 
@@ -94,5 +95,6 @@ def fan_out() -> StateGraph[MessagesState]:
 
 
 graph = builder()
+renamed = builder(tools="run_tools")  # the next version: the same graph, its tools node renamed
 approval = builder(approved=True)
 fanned_out = fan_out()
