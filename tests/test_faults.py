@@ -33,6 +33,7 @@ TABLE = {
     "disk-full": ("disk-full", "ignore-log-errors", "intent-before-effect"),
     "fsync-error": ("fsync-error", "ignore-log-errors", "intent-synced"),
     "short-write": ("short-write", "ignore-log-errors", "final-reduces"),
+    "write-error": ("write-error", "ignore-log-errors", "intent-before-effect"),
     "reset": ("provider-reset", "client-retries", "requests-attempted"),
     "cut-stream": ("provider-cut-stream", "client-retries", "requests-attempted"),
     "duplicate": ("provider-duplicate", "client-retries", "requests-attempted"),

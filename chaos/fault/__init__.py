@@ -21,6 +21,7 @@ from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite
 from chaos.fault.terminate import Terminate
 from chaos.fault.torn import Torn
+from chaos.fault.write_error import WriteError
 
 FAULTS: dict[str, Fault] = {
     fault.name: fault
@@ -35,6 +36,7 @@ FAULTS: dict[str, Fault] = {
         DiskFull(),
         FsyncError(),
         ShortWrite(),
+        WriteError(),
         Reset(),
         CutStream(),
         Duplicate(),

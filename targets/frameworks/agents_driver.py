@@ -8,7 +8,9 @@ for the run. A run that stops for an
 approval is saved as a ``RunState`` beside the database (``DB.run-state.json``, or ``--state PATH``)
 and approved at once, as a person would; a resume picks that saved state up
 again when there is one, else it runs the agent on the session's items with no
-new input. A session whose last item is the final answer adds nothing. With ``--park`` a run that
+new input. A session whose last item is the final answer adds nothing. With ``--retry`` a run whose
+approved turn raised (a session write that failed) is run again once from the same ``RunState``, as
+the SDK means a run state to be retried. With ``--park`` a run that
 stops for an approval is saved and exits ``PARKED`` instead, a resume leaves a saved run waiting, and
 the separate command ``--approve`` (what a person runs later) approves the saved run and goes on.
 Exit 0: completed; 4: parked.
@@ -66,10 +68,21 @@ async def _drive(agent: Any, args: argparse.Namespace) -> int:
             return parked()
         for item in result.interruptions:
             state.approve(item)
-        result = await Runner.run(agent, state, session=session)
+        result = await _approved(agent, state, session, args.retry)
     saved.unlink(missing_ok=True)
     print(result.final_output)
     return 0
+
+
+async def _approved(agent: Any, state: Any, session: SQLiteSession, retry: bool) -> Any:
+    """The approved run goes on; with ``retry``, once more from the same state if that raised."""
+    try:
+        return await Runner.run(agent, state, session=session)
+    except Exception as err:
+        if not retry:
+            raise
+        print(f"the approved run failed ({err!r}); running its state again", file=sys.stderr)
+        return await Runner.run(agent, state, session=session)
 
 
 def main(argv: list[str]) -> int:
@@ -78,6 +91,9 @@ def main(argv: list[str]) -> int:
     )
     options.add_argument(
         "--state", help="where a run stopped for approval is saved (default DB.run-state.json)"
+    )
+    options.add_argument(
+        "--retry", action="store_true", help="run an approved turn that raised once more from its state"
     )
     return asyncio.run(_run(with_approvals(options).parse_args(argv)))
 
