@@ -168,7 +168,7 @@ ROWS = [
         ["sweep", FRAMEWORK, "--target", "langgraph", "--fault", "torn"],
         None,
         None,
-        ["--fault torn", "needs a session log", "kill, power-loss, reset"],
+        ["--fault torn", "needs a session log", "kill, abort, power-loss"],
     ),
     (
         "target-check-no-such-target",

@@ -288,8 +288,8 @@ class Fault:
         (``chaos.store.Store.commit``; "wire" for a store on a database server)."""
         if not self.on_stores:
             return (
-                f"the {self.name} fault needs a session log (its facts, or the writes the tracer fails), and "
-                "a framework's store has none yet"
+                f"the {self.name} fault needs a session log (its facts and its lines), and a framework's store "
+                "has none"
             )
         if commit == "wire" and not self.on_server_stores:
             return (

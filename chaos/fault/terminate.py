@@ -32,7 +32,7 @@ class Terminate(Fault):
     on_stores = True
     matrix = "between-calls"
     crashes = False  # the process runs on, its own code, until it ends or the grace period does
-    enables = ("outcome", "effect-count")
+    enables = ("outcome",)
 
     def stop(self, stop: Stop) -> Injection:
         stop.terminate()
