@@ -39,7 +39,8 @@ what it may do.
     each ``Trap`` of the traced target (it may fail or shorten the call), each
     commit of the store (it may ``hold`` the next one), each tick of the phase
     loop, and its ``Landing`` record. The built-in faults use nothing else
-    (``Failing`` is the disk faults' injection, ``FailingCalls`` what it fails).
+    (``Failing`` is the disk faults' injection, ``FailingCalls`` what it fails;
+    ``After`` acts once some seconds have passed: a grace period's end).
     ``tests/test_faults.py`` holds each registered fault to a shipped
     scenario, a bug it exposes, a check that catches it and a row in docs/crash-model.md.
 
@@ -85,7 +86,7 @@ from chaos.check.base import Check
 from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
-from chaos.fault.base import Failing, Injection, Landing, Trap, WorldServers
+from chaos.fault.base import After, Failing, Injection, Landing, Trap, WorldServers
 from chaos.store import STORES, Call, Output, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
@@ -96,6 +97,7 @@ __all__ = [
     "FAULTS",
     "PROTOCOLS",
     "STORES",
+    "After",
     "AfterCase",
     "Arming",
     "Call",

@@ -8,24 +8,9 @@ threads' work before it exits is not stuck on chaos's hold."""
 
 from __future__ import annotations
 
-import time
-
-from chaos.fault.base import Fault, Injection, Stop
+from chaos.fault.base import After, Fault, Injection, Stop
 
 GRACE = 2.0  # seconds the world keeps holding its boundary after the signal
-
-
-class Signalled(Injection):
-    """The signal was delivered: after ``GRACE`` seconds, the world lets its held boundary go on."""
-
-    def __init__(self) -> None:
-        self.since = time.monotonic()
-        self.let_go = False
-
-    def tick(self, stop: Stop) -> None:
-        if not self.let_go and time.monotonic() - self.since >= GRACE:
-            self.let_go = True
-            stop.let_go()
 
 
 class Abort(Fault):
@@ -40,4 +25,4 @@ class Abort(Fault):
 
     def stop(self, stop: Stop) -> Injection:
         stop.abort()
-        return Signalled()
+        return After(GRACE, lambda stop: stop.let_go())

@@ -177,6 +177,19 @@ class Injection:
         return Landing()
 
 
+class After(Injection):
+    """Once ``seconds`` have passed since the boundary, ``then`` acts, once (at a tick of the phase loop):
+    the world lets its hold go, or the tree is killed at the end of a grace period."""
+
+    def __init__(self, seconds: float, then: Callable[[Stop], None]) -> None:
+        self.until, self.then, self.done = time.monotonic() + seconds, then, False
+
+    def tick(self, stop: Stop) -> None:
+        if not self.done and time.monotonic() >= self.until:
+            self.done = True
+            self.then(stop)
+
+
 @dataclass(frozen=True)
 class Misbehaviour:
     """How the model server answers the held request instead (the world carries it out as told): what it

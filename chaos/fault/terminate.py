@@ -7,22 +7,14 @@ the run must not end aborted or failed for it."""
 
 from __future__ import annotations
 
-import time
-
-from chaos.fault.base import Fault, Injection, Stop
+from chaos.fault.base import After, Fault, Injection, Stop
 
 GRACE = 3.0  # seconds between SIGTERM and SIGKILL (Kubernetes gives 30 by default; systemd 90)
 
 
-class Terminating(Injection):
-    """SIGTERM was sent: SIGKILL to the tree if it is still there once the grace period is over."""
-
-    def __init__(self) -> None:
-        self.since = time.monotonic()
-
-    def tick(self, stop: Stop) -> None:
-        if not stop.killed and time.monotonic() - self.since >= GRACE:
-            stop.kill()
+def _kill(stop: Stop) -> None:
+    if not stop.killed:
+        stop.kill()
 
 
 class Terminate(Fault):
@@ -37,4 +29,4 @@ class Terminate(Fault):
     def stop(self, stop: Stop) -> Injection:
         stop.terminate()
         stop.let_go()  # nothing holds the world's answer or effect for a supervisor's stop
-        return Terminating()
+        return After(GRACE, _kill)  # SIGKILL to the tree if it is still there

@@ -235,9 +235,9 @@ def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
         model = commits
     else:
         durability = None
+        log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
         if traps and ptrace.unavailable() is None:
             start = committed_length(phase.kept.log_before)
-            log_path = lambda: str(world.log_path() or "")  # noqa: E731 (read at every sync)
             durability = Durability(
                 log_path,
                 str(world.box.ledger),
@@ -249,9 +249,7 @@ def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
             if cuts:
                 limit = durability
                 world.durable_limit = lambda: limit.durable  # requests count only what a power cut keeps
-        model = LogModel(
-            lambda: str(world.log_path() or ""), world.log, lambda n: _truncate(world, n), durability
-        )
+        model = LogModel(log_path, world.log, lambda n: _truncate(world, n), durability)
     abort = world.target.capabilities.abort or "SIGINT"
     stopper = Stopper(world, trigger, crash, signal.Signals[abort], pause, model, phase.kept.view_before)
     if world.relay is not None and commits is not None:
