@@ -9,7 +9,13 @@ then warm (the default):
   SDKs: what an agent on a real SDK pays in every process (goal: warm at least
   3x faster);
 - ``framework``: the bundled LangGraph target over its bundled framework
-  scenarios (goal: at least 2x faster).
+  scenarios (goal: at least 2x faster);
+- ``lazy``: not cold against warm, but an agent on an SDK against the lean
+  one, both warm: ``bench/heavy/lazy.py`` imports the SDKs inside its model
+  call and ends with ``os._exit`` (what a warm start learned at a clean exit
+  missed), beside the bundled reference agent, over ``full-workflow``,
+  ``pending-deploy-interrupted`` and ``section8-read-replay`` under the default
+  fault matrix (goal: at most 2x the lean agent's time).
 
 Per sweep it prints the seconds, cases per second and, per case on average:
 the agent's processes (their own work with their start-up), chaos's own part
@@ -32,8 +38,11 @@ from chaos.cli import main as chaos
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = REPO / "bench" / "heavy" / "heavy.toml"
+LAZY = REPO / "bench" / "heavy" / "lazy.toml"
+LEAN = REPO / "targets" / "reference.toml"
+LAZY_SCENARIOS = ("full-workflow", "pending-deploy-interrupted", "section8-read-replay")
 FRAMEWORK = REPO / "targets" / "langgraph.toml"
-GOALS = {"heavy": 3.0, "framework": 2.0}
+GOALS = {"heavy": 3.0, "framework": 2.0, "lazy": 2.0}
 
 
 def cold_copy(target: Path) -> Path:
@@ -89,6 +98,24 @@ def compare(name: str, target: Path, args: list[str], out: Path) -> bool:
     return ratio >= GOALS[name] and same
 
 
+def against_lean(out: Path) -> bool:
+    """The lazy SDK agent and the lean reference agent, both warm, over the same scenarios in one run."""
+    paths = [str(REPO / "scenarios" / f"{name}.toml") for name in LAZY_SCENARIOS]
+    lean = sweep(LEAN, paths, out / "lean")
+    lazy = sweep(LAZY, paths, out / "lazy")
+    ratio = lazy["seconds"] / lean["seconds"]
+    print(f"\nlazy: {lazy['cases']} case(s), {' / '.join(lazy['starts'])}")
+    for label, run in (("lean", lean), ("lazy", lazy)):
+        print(
+            f"  {label}: {run['seconds']:7.1f} s, {run['cases'] / run['seconds']:5.2f} cases/s; per case: "
+            f"processes {run['processes']:.2f} s ({run['warm_phases']}/{run['phases']} phases warm)"
+        )
+    print(f"  the lazy SDK agent takes {ratio:.2f}x the lean agent's time (goal: at most {GOALS['lazy']:g}x)")
+    same = lean["verdicts"] == lazy["verdicts"] and lean["groups"] == lazy["groups"]
+    print(f"  identical verdicts: {same}")
+    return ratio <= GOALS["lazy"] and same
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of the heavy sweep")
@@ -105,6 +132,8 @@ def main() -> int:
             for name, (target, sweep_args) in runs.items()
             if args.only in (None, name)
         ]
+        if args.only in (None, "lazy"):
+            met.append(against_lean(Path(out)))
     return 0 if all(met) else 1
 
 

@@ -126,6 +126,49 @@ def test_a_warm_process_is_what_a_cold_start_of_its_command_line_is(tmp_path: Pa
     assert cold["tz"] == "JST" and cold["home"] == str(tmp_path / "home")
 
 
+LAZY = """import os, sys
+
+def call_model():
+    import fractions, xml.dom.minidom  # the SDK, imported where it is first needed
+
+call_model()
+if sys.argv[1] == "hang":
+    open("imported", "w").close()
+    import time
+    time.sleep(60)
+os._exit(0)
+"""
+
+
+def test_a_run_that_imports_lazily_and_ends_with_os_exit_teaches_what_it_loaded(tmp_path: Path) -> None:
+    """Issue 55, point 3: an agent that imports its SDK inside its model call and ends with ``os._exit``
+    taught the server nothing (what it imported was read at a clean interpreter exit): 0 modules imported
+    once, every phase paid the SDK's import. What a learning run loads is learned as it loads it; a run a
+    crash cut short (SIGKILL) teaches nothing, and the next run teaches it all."""
+    script = tmp_path / "lazy.py"
+    script.write_text(LAZY)
+    starts = WarmStarts()
+    try:
+        for how in ("hang", "exit"):
+            launch = starts.launch([PY, str(script), how], ENV)
+            assert launch is not None
+            child = launch.spawn(tmp_path, ENV, tmp_path / f"{how}.out", tmp_path / f"{how}.err", "", "")
+            if how == "hang":
+                deadline = time.monotonic() + 30
+                while not (tmp_path / "imported").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                os.kill(child.pid, signal.SIGKILL)
+                assert child.wait() == -signal.SIGKILL
+                child.finish()
+                assert starts.preloaded == 0  # a crash's partial imports are not what the agent loads
+            else:
+                assert child.wait() == 0
+                child.finish()
+        assert starts.preloaded >= 3  # fractions, xml.dom.minidom and what they import
+    finally:
+        starts.close()
+
+
 def test_the_same_case_cold_and_warm_gives_the_same_verdict_and_facts(tmp_path: Path) -> None:
     """Crashed at a durable boundary, resumed and resumed again: warm phases are killed where cold ones
     are (by the tracer where it runs), and every check and fact agrees; the server learned its imports."""

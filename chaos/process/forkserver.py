@@ -16,9 +16,9 @@ socket pair; each message on it carries one more socket, a conversation:
   ``/proc/self/environ`` where the kernel lets it be set, default signals), waits
   for ``go`` (chaos's tracer attaches meanwhile), installs the seccomp filter
   it is sent, and runs the module, script or code as ``__main__``. A learning
-  run, at its exit, writes to the file it is given what it imported from
-  outside its own code, for the next ``import`` (it holds no descriptor for
-  it meanwhile).
+  run appends to the file it is given each module it imports from outside
+  its own code as it is loaded (however it ends: ``os._exit``, a signal), for
+  the next ``import`` (it holds no descriptor for it meanwhile).
 
 The server stops when chaos's end of the socket pair closes (chaos is gone).
 """
@@ -149,15 +149,47 @@ def _setup(talk: socket.socket, request: dict[str, Any]) -> None:
     if request["filter"] is not None and not _filtered(bytes.fromhex(request["filter"])):
         raise OSError("the kernel refused the seccomp filter")
     if request["learn"]:
-        before = set(sys.modules)
-        own = {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
+        _learn(
+            request["learn"], {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
+        )
 
-        def report() -> None:
-            found = [n for n, m in list(sys.modules.items()) if n not in before and _library(n, m, own)]
-            with open(request["learn"], "w") as learned:
-                learned.write(" ".join(found))
 
-        atexit.register(report)
+NESTED = 64  # imports a learning run keeps waiting for at once (one that failed is dropped in time)
+
+
+def _learn(path: str, own: set[str]) -> None:
+    """A learning run: each module it imports from outside its own code is appended to ``path`` as soon
+    as it is loaded, not at exit: an agent may import its SDK inside a function, end with ``os._exit``
+    or be stopped by a signal, and what it loaded until then is still learned. The file is opened for
+    each append and closed again (the process holds no descriptor of chaos's meanwhile)."""
+    before = set(sys.modules)
+    waiting: list[str] = []
+    busy = [False]
+
+    def flush() -> None:
+        loaded = [n for n in waiting if n in sys.modules]
+        waiting[:] = [n for n in waiting if n not in sys.modules][-NESTED:]
+        names = [n for n in loaded if n not in before and _library(n, sys.modules[n], own)]
+        before.update(loaded)
+        if names:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, (" ".join(names) + " ").encode())
+            finally:
+                os.close(fd)
+
+    def heard(event: str, args: tuple[Any, ...]) -> None:
+        if event != "import" or busy[0]:
+            return
+        busy[0] = True
+        try:
+            flush()  # what was being imported before this one is loaded by now (or failed)
+            waiting.append(str(args[0]))
+        finally:
+            busy[0] = False
+
+    sys.addaudithook(heard)
+    atexit.register(flush)
 
 
 def _run(request: dict[str, Any]) -> None:

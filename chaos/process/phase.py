@@ -99,6 +99,8 @@ class Kept:
     view_after: View | None = None
     commits: int | None = None
     calls_at_ledger: list[list[str]] | None = None
+    # A crashed phase: the digest of everything the next phase can read (``chaos.process.state``)
+    state: str | None = None
 
     @property
     def written(self) -> bytes:
@@ -136,6 +138,7 @@ class Kept:
             store_before=None if self.view_before is None else self.view_before.items,
             store_after=None if self.view_after is None else self.view_after.items,
             commits=self.commits,
+            state=self.state,
         )
 
     @classmethod
@@ -149,6 +152,7 @@ class Kept:
             synced_at_ledger=record.synced_at_ledger,
             ledger_before=record.ledger_before,
             commits=record.commits,
+            state=record.state,
         )
 
 

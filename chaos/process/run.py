@@ -33,6 +33,7 @@ from chaos.process.commits import Commits
 from chaos.process.durability import Durability, LogModel, Model
 from chaos.process.phase import ABORT, Phase
 from chaos.process.record import Landed
+from chaos.process.state import crash_state
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
@@ -285,6 +286,13 @@ def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) ->
     )
 
 
+def _state(world: World, phase: Phase) -> str | None:
+    """The crash state the phase left: what the next phase reads (``chaos.process.state``)."""
+    path = world.log_path() if world.target.facts else None
+    log = str(path.relative_to(world.box.workspace)) if path is not None else None
+    return crash_state(phase.kept, world.box.workspace, log, world.box.root)
+
+
 def phase_steps(
     world: World,
     phase: Phase,
@@ -368,6 +376,8 @@ def phase_steps(
         world.settle_tools()
     settle(world, phase, proc, started, exited or handed_on, before)
     armed.model.record(phase.kept, proc.exact)
+    if phase.crash is not None and not handed_on and world.store.commit != "wire":
+        phase.kept.state = _state(world, phase)  # (a store on a server keeps its state there)
     phase.process.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
     if phase.process.killed or handed_on:
         phase.process.outcome = None

@@ -43,6 +43,7 @@ SOURCE = Path(forkserver.__file__).read_text()
 INTERPRETER = re.compile(r"(python|pypy)[0-9.]*$")
 FLAGS = re.compile(r"-[bBdEIOqsSuv]+$")  # options without an argument a warm start can pass on
 SHAPING = re.compile(r"PYTHON|LC_|LANG$|LANGUAGE$")  # read by the interpreter as it starts
+LEARNED = 4 * 1024 * 1024  # bytes of a learning run's module names read
 ANSWER = 30.0  # seconds the server may take to answer (a fork, an import of what the target imports)
 
 
@@ -144,15 +145,18 @@ class Child:
         return self.returncode
 
     def finish(self) -> None:
-        """Once the process is gone: read what its watcher still has to say; a learning run's modules go
-        to the server, to import before its next fork."""
+        """Once the process is gone: read what its watcher still has to say; the modules of a learning run
+        that ended by itself (an exit, ``os._exit``, a signal of its own) go to the server, to import
+        before its next fork."""
         while self._read(5.0):
             pass
         self._lines.talk.close()
         if self._learn is not None and self._learn.exists():
-            modules = self._learn.read_text().split()
+            with self._learn.open("rb") as learned:  # (the target's process wrote it: read so much only)
+                names = learned.read(LEARNED).decode(errors="replace").split()
             self._learn.unlink()
-            self._server.preload(modules)
+            if self.returncode != -signal.SIGKILL:  # a crash cut it short: the next run teaches it all
+                self._server.preload(list(dict.fromkeys(names)))
 
 
 class Server:
@@ -200,7 +204,7 @@ class Server:
     ) -> Child:
         """Fork the target's process: ``trace`` is "syscalls" (the tracer attached and the seccomp filter
         installed), "events" (the tracer only) or "" (neither). Called from the thread that traces it."""
-        learn = None  # until a run exits and says what it imported (a killed one cannot)
+        learn = None  # until a run that ended by itself (however: os._exit too) said what it loaded
         if not self.learned:
             learn = self._folder / f"learn-{next(self._runs)}"
         request = {

@@ -1,0 +1,95 @@
+"""A crash state: everything a resume can read once a crashed phase is gone, as one digest.
+
+ALICE and CrashMonkey bound their work by the distinct states a crash can leave, not by the places it
+can happen: two cases whose crashed phases left the same state feed their resumes the same inputs. The
+digest covers what the next process reads: the session log (or the store, as its adapter reads it)
+and every other file of the workspace. Two runs of one agent never write the same bytes (its own ids,
+its clock, the sandbox's path), so the log is compared with those renamed (``canonical_log``), and a
+framework's store by its view with its call ids renamed (``View.normalized``): equal digests mean equal
+states up to names the agent chose itself. Anything else that differs (a random token that is no UUID,
+a file the store keeps beside the view) keeps two states apart: the digest errs on the side of
+"different". Pure functions over bytes, and one bounded walk of the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+import orjson
+
+from chaos.process.phase import Kept
+
+UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# a JSON member whose name says it holds a moment (timestamp, createdAt, startedAt, time, ts)
+CLOCK = re.compile(rb'"(\w*(?:[Aa]t|[Tt]imestamp|[Tt]ime|ts))"\s*:\s*("[^"\\]{0,64}"|-?\d+(?:\.\d+)?)')
+MAX_FILES = 10_000  # files of a workspace the digest reads; more make the state unknown (None)
+MAX_BYTES = 256 * 1024 * 1024  # bytes of one file it reads; the rest is counted, not read
+CHUNK = 1 << 20
+
+
+def canonical_log(log: bytes, places: tuple[bytes, ...] = ()) -> bytes:
+    """The log with what differs between two runs of the same agent renamed: each UUID by the order it
+    first appears in, each moment by 0, each of ``places`` (the sandbox's paths) by a placeholder."""
+    for number, place in enumerate(places):
+        if place:
+            log = log.replace(place, b"<place-%d>" % number)
+    names: dict[bytes, bytes] = {}
+    log = UUID.sub(lambda m: names.setdefault(m.group(0).lower(), b"<id-%d>" % len(names)), log)
+    return CLOCK.sub(lambda m: b'"' + m.group(1) + b'":0', log)
+
+
+def file_digests(workspace: Path, skip: frozenset[str]) -> list[tuple[str, str]] | None:
+    """Each regular file under ``workspace`` but ``skip`` (paths relative to it), with the SHA-256 of its
+    first ``MAX_BYTES`` bytes and its size; symbolic links by their target, never followed; None past
+    ``MAX_FILES`` files (the state is then unknown)."""
+    out: list[tuple[str, str]] = []
+    for folder, dirs, names in os.walk(workspace, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, workspace)
+            if rel in skip:
+                continue
+            if len(out) >= MAX_FILES:
+                return None
+            try:
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    out.append((rel, "link:" + os.readlink(path)))
+                elif stat.S_ISREG(info.st_mode):
+                    out.append((rel, _sha(path, info.st_size)))
+            except OSError:
+                out.append((rel, "unreadable"))
+    return out
+
+
+def _sha(path: str, size: int) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb", buffering=0) as opened:
+        left = min(size, MAX_BYTES)
+        while left > 0:
+            chunk = opened.read(min(CHUNK, left))
+            if not chunk:
+                break
+            hasher.update(chunk)
+            left -= len(chunk)
+    return f"{hasher.hexdigest()}:{size}"
+
+
+def crash_state(kept: Kept, workspace: Path, log: str | None, sandbox: Path) -> str | None:
+    """The digest of what the next phase can read after ``kept`` (a session log at ``log``, relative to
+    ``workspace``, or a framework's store as its view read it), or None where it is unknown."""
+    others = file_digests(workspace, frozenset([*kept.store_files, *([log] if log else [])]))
+    if others is None:
+        return None
+    if kept.view_after is not None:
+        held: object = kept.view_after.normalized()
+    else:
+        places = (str(workspace).encode(), str(sandbox).encode())
+        held = canonical_log(kept.log_after, places).decode("utf-8", "replace")
+    body = orjson.dumps({"held": held, "files": others}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(body).hexdigest()[:16]
