@@ -143,6 +143,7 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "plan-followed": lambda t: _run("pending-deploy-interrupted", "replay-never-tools"),
     "intent-before-effect": lambda t: _run("deploy-intent-durable", "intent-after-effect"),
     "intent-synced": lambda t: _run("power-loss-after-deploy", "no-fsync"),
+    "damage-not-silent": lambda t: _run("bit-flip", "corrupt-as-torn"),
     "requests-attempted": lambda t: _run("live-429-failed", "client-retries"),
     "requests-valid": lambda t: _run("pending-deploy-interrupted", "hide-synthetic-results"),
     "answer-delivered": lambda t: _run("provider-invalid-json", "unreadable-as-empty"),

@@ -34,6 +34,7 @@ TABLE = {
     "fsync-error": ("fsync-error", "ignore-log-errors", "intent-synced"),
     "short-write": ("short-write", "ignore-log-errors", "final-reduces"),
     "write-error": ("write-error", "ignore-log-errors", "intent-before-effect"),
+    "bit-flip": ("bit-flip", "corrupt-as-torn", "damage-not-silent"),
     "reset": ("provider-reset", "client-retries", "requests-attempted"),
     "cut-stream": ("provider-cut-stream", "client-retries", "requests-attempted"),
     "duplicate": ("provider-duplicate", "client-retries", "requests-attempted"),

@@ -20,6 +20,7 @@ from dataclasses import replace
 from chaos.check import (
     approval,
     crash,
+    damage,
     declared,
     durable_call,
     effects,
@@ -47,6 +48,7 @@ from chaos.cycle.evidence import Evidence
 CONCERNS = (
     crash,
     processes,
+    damage,
     writers,
     log,
     recovery,
@@ -106,12 +108,24 @@ SYMPTOMS = {
 }
 
 
+# What is judged of a case whose store a fault damaged at rest: the crash, the processes, and what the
+# resume made of the damage; every other check holds a recovery to the crash prefix the damage changed.
+AT_REST = (crash, processes, damage)
+
+
 def check_all(ev: Evidence) -> list[Check]:
     """Every check of the cycle, in catalog order, symptoms of a failed cause not judged."""
     reads = ("facts", "world") if ev.facts else ("view", "world")
+    hit = damage.damaged(ev)
     checks = sorted(
         (
             check
+            if hit is None or concern in AT_REST
+            else replace(
+                check,
+                ok=True,
+                unjudged="the store was damaged at rest (damage-not-silent judges its recovery)",
+            )
             for concern in CONCERNS
             if concern is not oracles and concern.NEEDS in reads
             for check in concern.judge(ev)

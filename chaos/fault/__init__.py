@@ -8,6 +8,7 @@ from __future__ import annotations
 from chaos.fault.abort import Abort
 from chaos.fault.abort_then_kill import AbortThenKill
 from chaos.fault.base import IN_FLIGHT, Arming, FailingCalls, Fault, Misbehaviour, Stop
+from chaos.fault.bit_flip import BitFlip
 from chaos.fault.connection_lost import ConnectionLost
 from chaos.fault.disk_full import DiskFull
 from chaos.fault.fsync_error import FsyncError
@@ -37,6 +38,7 @@ FAULTS: dict[str, Fault] = {
         FsyncError(),
         ShortWrite(),
         WriteError(),
+        BitFlip(),
         Reset(),
         CutStream(),
         Duplicate(),

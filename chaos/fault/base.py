@@ -13,7 +13,8 @@ says *what* happens and *when*, never *how* a process is stopped or a syscall is
 - what it arms before the phase (``arm``: the model server's misbehaviour);
 - what it keeps and does after the boundary (the ``Injection`` its ``stop`` returns: its own state, and
   hooks for each trap, commit and tick, a commit it holds, and its landing record);
-- what it does to the log once the process is gone (``keeps``: what a power cut keeps);
+- what it does to the log once the process is gone (``cuts_to_synced``: what a power cut keeps), and to
+  the store at rest before the resume reads it (``at_rest``: bytes lost or changed);
 - which checks it makes meaningful (``enables``), each with a fail-table row that shows it catching;
 - where the default sweep's fault matrix lands it (``matrix``, ``in_recovery``).
 
@@ -28,6 +29,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
+
+from chaos.fault.damage import Damage
 
 # Where the fault matrix lands a fault among one phase's boundaries (``chaos.case.matrix.place``)
 Placement = Literal[
@@ -319,6 +322,12 @@ class Fault:
 
     def arm(self, arming: Arming) -> None:
         """Before the phase: nothing, for a fault that only stops the target."""
+
+    def at_rest(self, files: dict[str, bytes]) -> Damage | None:
+        """Once the crashed process is gone and its crash prefix is saved: what the disk does to the
+        store's files (path -> bytes, as the crash kept them) before the resume reads them (None:
+        nothing; ``chaos.fault.damage``)."""
+        return None
 
     def stop(self, stop: Stop) -> Injection | None:
         """At the boundary: act through ``stop``'s mechanisms; return the injection that carries the fault

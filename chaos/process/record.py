@@ -44,6 +44,7 @@ class Landed:
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited
+    damaged: str | None = None  # what a fault did to the store at rest once the process was gone
 
 
 @dataclass(kw_only=True)

@@ -286,11 +286,29 @@ def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) ->
     )
 
 
+def _at_rest(world: World, fault: Fault, phase: Phase) -> str | None:
+    """What ``fault`` does to the store's files once the crash prefix is saved (its ``at_rest``): the
+    damaged file is written back for the resume to find; what was done, in words."""
+    kept = phase.kept
+    files = dict(kept.store_files)
+    path = world.log_path() if world.target.facts else None
+    if path is not None:
+        files[str(path.relative_to(world.box.workspace))] = kept.log_after
+    damage = fault.at_rest(files)
+    if damage is None:
+        return None
+    damaged = world.box.workspace / damage.path
+    damaged.write_bytes(damage.data)
+    # at rest: the machine came back, and SQLite rebuilds its shared-memory index from the files
+    Path(f"{str(damaged).removesuffix('-wal')}-shm").unlink(missing_ok=True)
+    return damage.said
+
+
 def _state(world: World, phase: Phase) -> str | None:
     """The crash state the phase left: what the next phase reads (``chaos.process.state``)."""
     path = world.log_path() if world.target.facts else None
     log = str(path.relative_to(world.box.workspace)) if path is not None else None
-    return crash_state(phase.kept, world.box.workspace, log, world.box.root)
+    return crash_state(phase.kept, world.box.workspace, log, world.box.root, phase.landing.damaged)
 
 
 def phase_steps(
@@ -376,11 +394,13 @@ def phase_steps(
         world.settle_tools()
     settle(world, phase, proc, started, exited or handed_on, before)
     armed.model.record(phase.kept, proc.exact)
-    if phase.crash is not None and not handed_on and world.store.commit != "wire":
-        phase.kept.state = _state(world, phase)  # (a store on a server keeps its state there)
     phase.process.killed = stopper.killed  # an abort the agent handles, a fault of the world: it exits itself
     if phase.process.killed or handed_on:
         phase.process.outcome = None
     phase.landing = _landed(world, armed, proc, phase.landing)
+    if fault is not None and stopper.killed and not handed_on:
+        phase.landing.damaged = _at_rest(world, fault, phase)
+    if phase.crash is not None and not handed_on and world.store.commit != "wire":
+        phase.kept.state = _state(world, phase)  # (a store on a server keeps its state there)
     if trigger is not None:
         trigger.disarm()

@@ -80,9 +80,12 @@ def _sha(path: str, size: int) -> str:
     return f"{hasher.hexdigest()}:{size}"
 
 
-def crash_state(kept: Kept, workspace: Path, log: str | None, sandbox: Path) -> str | None:
+def crash_state(
+    kept: Kept, workspace: Path, log: str | None, sandbox: Path, damaged: str | None = None
+) -> str | None:
     """The digest of what the next phase can read after ``kept`` (a session log at ``log``, relative to
-    ``workspace``, or a framework's store as its view read it), or None where it is unknown."""
+    ``workspace``, or a framework's store as its view read it, and what a fault then ``damaged`` at
+    rest), or None where it is unknown."""
     others = file_digests(workspace, frozenset([*kept.store_files, *([log] if log else [])]))
     if others is None:
         return None
@@ -91,5 +94,5 @@ def crash_state(kept: Kept, workspace: Path, log: str | None, sandbox: Path) -> 
     else:
         places = (str(workspace).encode(), str(sandbox).encode())
         held = canonical_log(kept.log_after, places).decode("utf-8", "replace")
-    body = orjson.dumps({"held": held, "files": others}, option=orjson.OPT_SORT_KEYS)
+    body = orjson.dumps({"held": held, "files": others, "damaged": damaged}, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(body).hexdigest()[:16]

@@ -64,6 +64,7 @@ def main(argv: list[str]) -> int:
                 lock="no-session-lock" not in agent.bugs,
                 wait="blocking-lock" in agent.variants,
                 split="one-fact-per-transaction" in agent.variants,
+                corrupt_as_torn="corrupt-as-torn" in agent.bugs,
             )
             session.careless = "ignore-log-errors" in agent.bugs
             session.full_disk_in_memory = "full-disk-in-memory" in agent.bugs

@@ -72,6 +72,7 @@ BUGS = (
     "mcp-cut-call-again",  # an MCP call whose answer's stream was cut is made once more, on the same session
     "mcp-error-call-again",  # an MCP call answered by a JSON-RPC error is made once more
     "sigterm-aborts",  # a supervisor's SIGTERM taken for the user's abort: the run is finished aborted
+    "corrupt-as-torn",  # a complete last line that does not reduce is dropped as if it were a torn tail
 )
 VARIANTS = (
     "deferred-abort",  # on SIGINT: make abortRequested durable and exit at once; the resume finishes it

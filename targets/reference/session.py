@@ -113,6 +113,7 @@ class SessionFile:
         lock: bool = True,
         wait: bool = False,
         split: bool = False,
+        corrupt_as_torn: bool = False,
     ) -> SessionFile:
         matches = sorted((workspace / SESSIONS).glob(f"*_{session_id}.jsonl"))
         if not matches:
@@ -130,8 +131,15 @@ class SessionFile:
         except BlockingIOError:
             os.close(fd)
             raise SessionBusy(f"session {session_id} is open in another writer") from None
-        reducer = Reducer.of(Path(path).read_bytes())
+        data = Path(path).read_bytes()
+        reducer = Reducer.of(data)
         result = reducer.result()
+        if not result["ok"] and corrupt_as_torn and data.endswith(b"\n"):
+            last = data.rfind(b"\n", 0, len(data) - 1) + 1  # the bug: a corrupt last line taken as torn
+            if result["error"]["line"] == data.count(b"\n"):
+                os.ftruncate(fd, last)
+                reducer = Reducer.of(data[:last])
+                result = reducer.result()
         if not result["ok"]:
             error = result["error"]
             os.close(fd)

@@ -1,0 +1,93 @@
+"""A store damaged at rest between the crash and the resume (``bit-flip``): the resume refuses it or
+recovers it, never goes on silently from an older state.
+
+What the crash left durable is known: the crash prefix was saved before the disk changed it. A resume
+that refuses (it ends blocked or failed, or exits with a status of its own, having run no effect) is
+right: it said so. A resume that goes on is right only if what it recovered keeps every output that was
+durable and runs no effect again whose output was durable. Going on from the older state (a corrupt
+last line dropped as if torn, a WAL read only up to the frame before the broken one) runs those effects
+again, or loses those outputs, without a word. While the store is damaged, this check judges the
+recovery; the checks that hold a recovery to the crash prefix do not (``chaos.check.check_all``)."""
+
+from __future__ import annotations
+
+from chaos.check.base import Check, phase_of
+from chaos.contract.reading import facts
+from chaos.cycle.evidence import Evidence
+from chaos.process.phase import Phase
+from chaos.store import View
+
+NEEDS = "world"  # a session log's facts or a store's view, whichever the target keeps
+CATALOG = {
+    "damage-not-silent": "a store damaged at rest is refused, or recovered without running an effect "
+    "again or losing an output that was durable; never resumed silently from an older state"
+}
+NAME = "a damaged store is refused or recovered, not resumed silently from an older state"
+EXPECTED = "refused, or recovered with every durable output and no effect run again"
+
+
+def damaged(ev: Evidence) -> Phase | None:
+    """The crashed phase whose store a fault damaged at rest, if one did."""
+    return next((p for p in ev.phases if p.landing.damaged), None)
+
+
+def _log_outputs(log: bytes) -> dict[str, str]:
+    """The tool results a session log holds: call id -> its content."""
+    out = {}
+    for fact in facts(log):
+        entry = fact.get("entry")
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if isinstance(message, dict) and message.get("role") == "tool":
+            out[str(message.get("tool_call_id"))] = str(message.get("content"))
+    return out
+
+
+def _view_outputs(view: View | None) -> dict[str, str]:
+    return {o.call_id: o.text for o in view.outputs} if view is not None else {}
+
+
+def _outputs(ev: Evidence, phase: Phase) -> dict[str, str]:
+    """The tool calls whose output ``phase`` left durable, each with its output."""
+    return _log_outputs(phase.kept.log_after) if ev.facts else _view_outputs(phase.kept.view_after)
+
+
+def _final_outputs(ev: Evidence) -> dict[str, str]:
+    return _log_outputs(ev.final) if ev.facts else _view_outputs(ev.view)
+
+
+def judge(ev: Evidence) -> list[Check]:
+    crashed = damaged(ev)
+    if crashed is None:
+        fault = ev.scenario.crash.fault if ev.scenario.crash is not None else None
+        if fault is not None and "damage-not-silent" in fault.enables and ev.start.landing.reached:
+            why = f"{fault.name} found nothing of the store to damage (no complete line, page or frame)"
+            return [Check.skip("damage-not-silent", NAME, why)]
+        return []
+    after = ev.phases[ev.phases.index(crashed) + 1 :]
+    if not after:
+        return [Check.skip("damage-not-silent", NAME, "nothing resumed the damaged store")]
+    first = after[0]
+    said = f"the disk changed the store at rest ({crashed.landing.damaged})"
+    ran = [(phase_of(ev, n), e) for n, e in enumerate(ev.ledger) if e["phase"] == "start"]
+    ran = [(p, e) for p, e in ran if p in after]
+    ended, process = first.process.outcome, first.process
+    refused = ended in ("blocked", "failed") or (
+        ended is None and not (process.killed or process.timed_out) and process.returncode not in (0, None)
+    )
+    if refused and not any(p is first for p, _ in ran):
+        how = ended or f"exit {process.returncode}"
+        return [Check("damage-not-silent", NAME, True, EXPECTED, f"{said}; {first.name} refused it ({how})")]
+    durable = _outputs(ev, crashed)
+    again = sorted({str(e["callId"]) for _, e in ran if e.get("callId") in durable})
+    problems = [f"ran again the effect of call {c}, whose output was durable" for c in again]
+    final = _final_outputs(ev)
+    problems += [
+        f"lost the output of call {c}, which was durable"
+        + (f" (it now reads {final[c][:80]!r})" if c in final else "")
+        for c in sorted(durable)
+        if final.get(c) != durable[c]
+    ]
+    if problems:
+        got = f"{said}, and the resume went on from an older state without a word: " + "; ".join(problems)
+        return [Check("damage-not-silent", NAME, False, EXPECTED, got, cause="went on from an older state")]
+    return [Check("damage-not-silent", NAME, True, EXPECTED, f"{said}; the resume recovered it")]

@@ -1,0 +1,26 @@
+"""``bit-flip``: a crash, and the disk then changes one byte of the newest thing the store wrote: the
+middle of a session log's last line, of a SQLite WAL's last frame (its checksum no longer holds, and
+SQLite reads the WAL only up to the frame before), or of a database file's last page
+(``chaos.fault.damage``). The crash prefix is saved first. A resume must refuse what it finds (blocked
+or failed) or recover without running again an effect whose output was durable and without losing a
+durable output: silently resuming from the older state is the failure."""
+
+from __future__ import annotations
+
+from chaos.fault.base import Fault, Stop
+from chaos.fault.damage import Damage, bit_flip
+
+
+class BitFlip(Fault):
+    name = "bit-flip"
+    summary = "a crash, then one byte of the store's newest line, WAL frame or page changes at rest"
+    places = "durable"
+    on_stores = True
+    on_server_stores = False
+    enables = ("damage-not-silent",)
+
+    def stop(self, stop: Stop) -> None:
+        stop.kill()
+
+    def at_rest(self, files: dict[str, bytes]) -> Damage | None:
+        return bit_flip(files)
