@@ -73,7 +73,7 @@ def test_a_kill_after_the_effect_ran_at_the_server_is_recovered_once(transport: 
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_a_sweep_with_mcp_tools_is_clean_with_exact_kills(transport: str, tmp_path: Path) -> None:
-    names = ["deploy-intent-durable", "deploy-done-result-lost", "full-workflow", "section8-read-replay"]
+    names = ["deploy-intent-durable", "deploy-done-result-lost", "section8-read-replay"]
     result = api.sweep(
         [REPO / "scenarios" / f"{name}.toml" for name in names],
         target=str(REPO / "targets" / f"{TRANSPORTS[transport]}.toml"),
@@ -87,10 +87,24 @@ def test_a_sweep_with_mcp_tools_is_clean_with_exact_kills(transport: str, tmp_pa
     assert summary["exact"] == summary["reached"] > 15
 
 
+WRITE_NOTES = """description = "The notes written over MCP, and the run finished."
+prompt = "Write the notes."
+requires = ["tool:write"]
+
+[[turns]]
+tool_calls = [{ name = "write", arguments = { path = "notes.txt", content = "deployed" } }]
+
+[[turns]]
+text = "Written."
+"""
+
+
 def test_trusting_the_servers_hints_is_one_distinct_failure(tmp_path: Path) -> None:
     """The mcp-trusts-hints bug declares ``write`` safe because the server hints it is idempotent."""
+    scenario = tmp_path / "write-notes.toml"
+    scenario.write_text(WRITE_NOTES)
     result = api.sweep(
-        [REPO / "scenarios" / "full-workflow.toml"],
+        [scenario],
         target=str(REPO / "targets" / "reference-mcp.toml"),
         results=tmp_path,
         jobs=2,
