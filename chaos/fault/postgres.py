@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chaos.fault.base import Fault, WorldServers
+from chaos.errors import UsageError
+from chaos.fault.base import Fault, Stop, WorldServers
 from chaos.store import known, store_named
 
 
@@ -31,6 +32,18 @@ class ServerStoreFault(Fault):
     enables = ("inputs-once", "effects-as-declared")
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)
     in_recovery = "each-write"  # and so in a recovery: a failover while the framework recovers its runs
+
+    def server_fault(self, world: WorldServers) -> Callable[[], None] | None:
+        """The world's handle that does this to its database server (None: the world runs none)."""
+        raise NotImplementedError
+
+    def stop(self, stop: Stop) -> None:
+        act = self.server_fault(stop.world)
+        if act is None:
+            raise UsageError(
+                f"{self.name}: this world runs no database server (the target's store is not on one)"
+            )
+        act()
 
     def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
         return None if commit == "wire" else self.unavailable_on_log()

@@ -90,6 +90,9 @@ def own_faults(world: World, proc: TracedProcess, name: str) -> None:
     if world.server.fault is not None:
         fault = world.server.fault
         raise InternalError(f"the model server failed during {name}: {fault!r}") from fault
+    if world.relay is not None and world.relay.fault is not None:
+        fault = world.relay.fault
+        raise InternalError(f"the database relay failed at a commit during {name}: {fault!r}") from fault
 
 
 def continue_phase(

@@ -183,6 +183,7 @@ class Relay:
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.on_commit: Callable[[], bool] | None = None
         self.commits = 0
+        self.fault: Exception | None = None  # chaos's own hook failed at a commit (raised after the phase)
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._serving = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -250,7 +251,12 @@ class Relay:
                     with self._lock:
                         self.commits += 1
                     hook = self.on_commit
-                    if hook is not None and not hook():
+                    try:
+                        goes_on = hook is None or hook()
+                    except Exception as err:  # chaos's own: never taken for a connection the world cut
+                        self.fault = self.fault or err
+                        return
+                    if not goes_on:
                         return  # the agent is gone: its answer with it
                 client.sendall(piece.data)
 
