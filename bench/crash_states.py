@@ -49,7 +49,9 @@ def main() -> int:
             f"with one; {shared} case(s) ({shared / max(1, ran):.0%}) share theirs with another; "
             f"{saved} recoveries ({saved / max(1, ran):.0%} of the cases) would not run"
         )
-        for (scenario, then, _), cases in sorted(by_state.items(), key=lambda kv: -len(kv[1]))[: args.largest]:
+        for (scenario, then, _), cases in sorted(by_state.items(), key=lambda kv: -len(kv[1]))[
+            : args.largest
+        ]:
             if len(cases) > 1:
                 print(f"  {len(cases)} x {scenario}{' then ' + then if then else ''}: {', '.join(cases[:4])}")
     return 0
