@@ -56,6 +56,11 @@ def test_every_other_file_of_the_workspace_is_part_of_the_state(tmp_path: Path) 
     (work / "elsewhere").symlink_to("/etc/passwd")
     os.mkfifo(work / "pipe")
     assert crash_state(kept, work, "logs/s.jsonl", tmp_path) is not None
+    deep = work / "d"
+    for _ in range(70):  # deeper than the walk goes: the state is unknown, never a RecursionError
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    assert crash_state(kept, work, "logs/s.jsonl", tmp_path) is None
 
 
 def test_a_kill_and_a_power_cut_where_all_was_synced_leave_one_state(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 # a JSON member whose name says it holds a moment (timestamp, createdAt, startedAt, time, ts)
 CLOCK = re.compile(rb'"(\w*(?:[Aa]t|[Tt]imestamp|[Tt]ime|ts))"\s*:\s*("[^"\\]{0,64}"|-?\d+(?:\.\d+)?)')
 MAX_FILES = 10_000  # files of a workspace the digest reads; more make the state unknown (None)
+MAX_DEPTH = 64  # folders deep it walks; deeper ones make the state unknown
 MAX_BYTES = 256 * 1024 * 1024  # bytes of one file it reads; the rest is counted, not read
 CHUNK = 1 << 20
 
@@ -45,9 +46,11 @@ def canonical_log(log: bytes, places: tuple[bytes, ...] = ()) -> bytes:
 def file_digests(workspace: Path, skip: frozenset[str]) -> list[tuple[str, str]] | None:
     """Each regular file under ``workspace`` but ``skip`` (paths relative to it), with the SHA-256 of its
     first ``MAX_BYTES`` bytes and its size; symbolic links by their target, never followed; None past
-    ``MAX_FILES`` files (the state is then unknown)."""
+    ``MAX_FILES`` files or ``MAX_DEPTH`` folders deep (the state is then unknown)."""
     out: list[tuple[str, str]] = []
     for folder, dirs, names in os.walk(workspace, followlinks=False):
+        if dirs and os.path.relpath(folder, workspace).count(os.sep) + 1 >= MAX_DEPTH:
+            return None  # (the walk goes no deeper: the agent's folders are hostile too)
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(folder, name)
