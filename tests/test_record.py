@@ -130,7 +130,7 @@ def test_the_credentials_reach_the_upstream_and_nothing_else(tmp_path: Path) -> 
             client = openai.OpenAI(api_key=SECRET, base_url=recorder.url, max_retries=0, timeout=10)
             done = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}])
             assert done.choices[0].message.content == "hi"
-            assert [t.text for _, _, t in recorder.recorded] == ["hi"]
+            assert [t.text for _, _, t in recorder.recorded()] == ["hi"]
             assert SECRET.encode() not in json.dumps(recorder.request_log()).encode()
     finally:
         provider.shutdown()

@@ -51,7 +51,7 @@ def record_session(
             scrub_file(folder / f"{phase.name}.{stream}")
         if world.server.fault is not None:
             raise InternalError(f"chaos record: {world.server.fault}")
-        answers = {index: turn for index, compaction, turn in world.server.recorded if not compaction}
+        answers = {index: turn for index, compaction, turn in world.server.recorded() if not compaction}
     finally:
         world.close()
     if not answers:

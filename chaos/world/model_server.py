@@ -170,7 +170,8 @@ class ModelServer:
         self._closing = False
         self.fault: Exception | None = None  # the server itself failed while answering (chaos's own bug)
         self.upstream: Upstream | None = None  # forward to a real provider instead (chaos record)
-        self.recorded: list[tuple[int, bool, Turn]] = []  # (turn index, compaction, the answer as a turn)
+        self._recorded: list[tuple[int, bool, Turn]] = []  # (turn index, compaction, the answer as a turn)
+        self._recording = 0  # forwarded requests whose answer is not yet kept as a turn
         self._token = secrets.token_hex(8)
         self._hub = _Hub.get()
         self._hub.worlds[self._token] = self
@@ -368,16 +369,28 @@ class ModelServer:
         request.protocol = protocol.name
         with self._lock:
             self.requests.append(request)
+            self._recording += 1
         try:
             turn = self.upstream.forward(handler, protocol, path, raw)
+            request.status = turn.error or 200
+            with self._lock:
+                self._answered.add(len(self.requests))
+                self._recorded.append((conversation.assistant_turns, compaction, turn))
         except UpstreamFailed as err:
             self.fault = self.fault or err
             send_json(handler, 502, protocol.error(502, f"chaos record: {err}"))
-            return
-        request.status = turn.error or 200
+        finally:
+            with self._lock:
+                self._recording -= 1
+                self._lock.notify_all()
+
+    def recorded(self, timeout: float = 10.0) -> list[tuple[int, bool, Turn]]:
+        """The answers forwarded so far, each kept as a turn: (turn index, compaction, the turn). The
+        agent has each answer before the server has read it back as a turn, so this waits (``timeout``)
+        for every forwarded request to be kept: an agent that exits on its last answer loses none."""
         with self._lock:
-            self._answered.add(len(self.requests))
-            self.recorded.append((conversation.assistant_turns, compaction, turn))
+            self._lock.wait_for(lambda: self._recording == 0, timeout)
+            return list(self._recorded)
 
     def _stream(self, handler: BaseHTTPRequestHandler, protocol: Protocol, answer: Answer) -> None:
         """Send the answer as server-sent events, holding it mid-stream when a boundary asks."""
