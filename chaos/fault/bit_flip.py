@@ -1,7 +1,7 @@
 """``bit-flip``: a crash, and the disk then changes one byte of the newest thing the store wrote: the
-middle of a session log's last line, of a SQLite WAL's last frame (its checksum no longer holds, and
-SQLite reads the WAL only up to the frame before), or of a database file's last page
-(``chaos.fault.damage``). The crash prefix is saved first. A resume must refuse what it finds (blocked
+first byte of a session log's last line, a byte of a SQLite WAL's last frame (its checksum no longer
+holds, and SQLite reads the WAL only up to the frame before), or the first byte of a database file's
+last page (``chaos.fault.damage``). The crash prefix is saved first. A resume must refuse what it finds (blocked
 or failed) or recover without running again an effect whose output was durable and without losing a
 durable output: silently resuming from the older state is the failure."""
 

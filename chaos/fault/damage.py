@@ -46,13 +46,9 @@ def newest(files: dict[str, bytes]) -> tuple[str, str] | None:
     return None
 
 
-def _lines(data: bytes) -> list[int]:
-    """Where each complete line begins (a torn tail is no line)."""
-    starts, at = [], 0
-    while (end := data.find(b"\n", at)) != -1:
-        starts.append(at)
-        at = end + 1
-    return starts
+def _last_line(data: bytes) -> int:
+    """Where the last complete line begins (a torn tail after it is no line; ``data`` holds one)."""
+    return data.rfind(b"\n", 0, data.rfind(b"\n")) + 1
 
 
 def _page(size: int) -> int | None:
@@ -80,7 +76,7 @@ def bit_flip(files: dict[str, bytes]) -> Damage | None:
     path, kind = found
     data = files[path]
     if kind == "lines":
-        at, what = _lines(data)[-1], "its last line"
+        at, what = _last_line(data), "its last line"
     elif kind == "wal":
         framed = _frames(data)
         if framed is None or not framed[1]:

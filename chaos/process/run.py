@@ -289,14 +289,17 @@ def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) ->
     )
 
 
+def _log_name(world: World) -> str | None:
+    """The session log's path relative to the workspace (None: a store, or no log yet)."""
+    path = world.log_path() if world.target.facts else None
+    return str(path.relative_to(world.box.workspace)) if path is not None else None
+
+
 def _at_rest(world: World, fault: Fault, phase: Phase) -> str | None:
     """What ``fault`` does to the store's files once the crash prefix is saved (its ``at_rest``): the
     damaged file is written back for the resume to find; what was done, in words."""
-    kept = phase.kept
-    files = dict(kept.store_files)
-    path = world.log_path() if world.target.facts else None
-    if path is not None:
-        files[str(path.relative_to(world.box.workspace))] = kept.log_after
+    kept, log = phase.kept, _log_name(world)
+    files = dict(kept.store_files) | ({log: kept.log_after} if log is not None else {})
     damage = fault.at_rest(files)
     if damage is None:
         return None
@@ -309,9 +312,9 @@ def _at_rest(world: World, fault: Fault, phase: Phase) -> str | None:
 
 def _state(world: World, phase: Phase) -> str | None:
     """The crash state the phase left: what the next phase reads (``chaos.process.state``)."""
-    path = world.log_path() if world.target.facts else None
-    log = str(path.relative_to(world.box.workspace)) if path is not None else None
-    return crash_state(phase.kept, world.box.workspace, log, world.box.root, phase.landing.damaged)
+    return crash_state(
+        phase.kept, world.box.workspace, _log_name(world), world.box.root, phase.landing.damaged
+    )
 
 
 def phase_steps(
