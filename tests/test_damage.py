@@ -55,3 +55,4 @@ def test_bytes_that_name_no_page_size_are_left_alone() -> None:
     struct.pack_into(">H", database, 16, 0)
     assert bit_flip({"s.db": bytes(database)}) is None
     assert bit_flip({}) is None and bit_flip({"s.db-wal": b""}) is None
+    assert bit_flip({"s.db": b"SQLite format 3\x00\x10"}) is None  # a header cut short: no page size to read

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-WAL_HEADER, FRAME_HEADER = 32, 24
+WAL_HEADER, FRAME_HEADER, DATABASE_HEADER = 32, 24, 100
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -33,12 +33,13 @@ class Damage:
 
 def newest(files: dict[str, bytes]) -> tuple[str, str] | None:
     """The file that holds the newest writes, and its kind (``wal``, ``database`` or ``lines``): a
-    non-empty WAL first, then a SQLite database, then a file of lines; None when nothing can be damaged."""
+    non-empty WAL first, then a SQLite database (its whole header there), then a file of lines; None when
+    nothing can be damaged."""
     for path, data in sorted(files.items()):
         if path.endswith("-wal") and len(data) > WAL_HEADER:
             return path, "wal"
     for path, data in sorted(files.items()):
-        if data.startswith(SQLITE_MAGIC):
+        if data.startswith(SQLITE_MAGIC) and len(data) >= DATABASE_HEADER:
             return path, "database"
     for path, data in sorted(files.items()):
         if not path.endswith(("-wal", "-journal", "-shm")) and b"\n" in data:
