@@ -57,7 +57,9 @@ what it may do.
     or ``"line"``), and ``read(files) -> View`` (durable tool calls, their
     outputs, the final answer, a count of items), pure over a copy of the
     files' bytes; registered with ``chaos.store.register`` under the name a
-    target's ``[store] kind`` names. Nothing above ``chaos.store`` changes:
+    target's ``[store] kind`` names. Its ``saves`` (``Save``) name the calls
+    where the framework begins a save off its main line, for
+    ``--fault overtaken`` to hold. Nothing above ``chaos.store`` changes:
     ``tests/store_adapter.py`` adds one from outside the package, and the
     whole pipeline (run, sweep, explore, mining) runs on it.
 
@@ -87,7 +89,7 @@ from chaos.cycle.drive import Pause, Paused
 from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
 from chaos.fault.base import After, Failing, Injection, Landing, Trap, WorldServers
-from chaos.store import STORES, Call, Output, Store, View, register
+from chaos.store import STORES, Call, Output, Save, Store, View, register
 from chaos.world.protocols import PROTOCOLS, Protocol
 
 AfterCase = Callable[[Verdict], object]
@@ -114,6 +116,7 @@ __all__ = [
     "Pause",
     "Paused",
     "Protocol",
+    "Save",
     "Stop",
     "Store",
     "Trap",

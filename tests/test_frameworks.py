@@ -461,17 +461,29 @@ def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Pat
     writes come together: nothing commits while a call is parked, the order is unreachable and the summary
     says so; a ``Send`` fan-out saves each task's writes as it finishes, so parking the first deploy lets
     the second's output be durable first, and the sync design recovers from that order. (Parking the
-    second reaches nothing new where the first's writes were already made: the natural order.)"""
+    second reaches nothing new where the first's writes were already made: the natural order.)
+
+    It also holds each save LangGraph's saver begins, in the agent's interpreter: the next checkpoint's
+    save begins while a task's writes are held (langgraph#8039, open on the pinned release), one distinct
+    failure, ``saved-in-order``, in both designs; with the fix the issue's pull request proposes (applied
+    at run time) no checkpoint begins while writes are held, and the sweep is clean."""
     two = REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml"
-    reached = {}
-    for target in ("langgraph", "langgraph-fan-out"):
-        done = api.sweep([two], target, results=tmp_path / target, jobs=2, faults=("overtaken",))
-        assert done.summary.ok, [g.label for g in done.summary.groups]
-        reached[target] = {
-            r.case: r.start.overtaken for r in done.summary.ran if r.start and r.start.overtaken is not None
-        }
-        summary = json.loads((tmp_path / target / "summary.json").read_text())
+    ordered = str(REPO / "tests" / "targets" / "langgraph-ordered-saves.toml")
+    reached, failed = {}, {}
+    for target in ("langgraph", "langgraph-fan-out", ordered):
+        done = api.sweep([two], target, results=tmp_path / Path(target).stem, jobs=2, faults=("overtaken",))
+        failed[target] = set(_causes(done).values())
+        ran = [r for r in done.summary.ran if r.start and r.start.overtaken is not None]
+        reached[target] = {r.case: r.start.overtaken for r in ran if "effect-done" in r.case}
+        held = [r for r in ran if "save[kind=writes]" in r.case]
+        assert held and all(bool(r.start.out_of_order) == (target != ordered) for r in held), target
+        summary = json.loads((tmp_path / Path(target).stem / "summary.json").read_text())
         assert summary["orders"] == dict(zip(("parked", "overtaken"), done.summary.orders, strict=True))
+    assert failed == {
+        "langgraph": {"saved-in-order"},
+        "langgraph-fan-out": {"saved-in-order"},
+        ordered: set(),
+    }
     assert len(reached["langgraph"]) == 2 and not any(reached["langgraph"].values()), reached
     first = [
         case for case in reached["langgraph-fan-out"] if "effect=deploy]#1" in case or "deploy_1" in case

@@ -36,6 +36,8 @@ class Choice:
     target: str
     warm: bool
     why: str
+    # the saves each phase of the warm run began (``chaos.store.Save``: seen only in a start chaos makes)
+    saves: tuple[tuple[str, ...], ...] = ()
 
     def __str__(self) -> str:
         return f"{self.target}: {'warm' if self.warm else 'cold'} starts ({self.why})"
@@ -77,6 +79,7 @@ class Starts:
         self.pool = WarmStarts()
         self.choices: dict[str, Choice] = {}
         self._trying: set[str] = set()
+        self._saves: dict[str, tuple[tuple[str, ...], ...]] = {}
         self._lock = threading.Lock()
 
     def of(self, target: Target) -> WarmStarts | None:
@@ -95,7 +98,7 @@ class Starts:
             if key in self.choices or key in self._trying:
                 return None
             self._trying.add(key)
-        choice = Choice(target.name, *self._try(target, cold, run, scratch))
+        choice = Choice(target.name, *self._try(target, cold, run, scratch), saves=self._saves.pop(key, ()))
         with self._lock:
             self.choices[key] = choice
             self._trying.discard(key)
@@ -129,6 +132,7 @@ class Starts:
         if seen is not None:  # what the agent did not show: the environment a fork gives it
             return (False, f"a warm fork does not see the environment a cold start does: {seen}")
         shutil.rmtree(scratch, ignore_errors=True)
+        self._saves[target.reference] = tuple(tuple(phase.seen.saves) for phase in warm.phases)
         return (
             True,
             f"a cold and a warm run of {cold.scenario.name} agreed; "

@@ -31,12 +31,15 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 from chaos.fault.damage import Damage
+from chaos.store.base import Save
 
 # Where the fault matrix lands a fault among one phase's boundaries (``chaos.case.matrix.place``)
 Placement = Literal[
     "every", "durable", "each-write", "first-write", "between-calls", "each-request", "retry-request"
 ]
-IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
+# Boundaries the world holds exactly: a model request the server keeps in flight, an effect held at its
+# ledger gate while running, or done with its result not yet durable, a save held as the framework begins it.
+IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done", "save")
 
 
 # What a trap is, as a fault's injection sees it: the call the traced process stopped at
@@ -115,6 +118,16 @@ class Stop(Protocol):
     def drop_unsynced(self) -> None:
         """The kernel dropped the store's dirty pages: nothing unsynced counts from here."""
 
+    def held_save(self) -> tuple[str, int] | None:
+        """The save held as it began, its kind and number, where the boundary is one (None otherwise)."""
+
+    def saves_begun(self) -> list[tuple[str, int, str]]:
+        """The saves the target's interpreter began in the phase, in order: kind, number, key."""
+
+    @property
+    def declared_saves(self) -> tuple[Save, ...]:
+        """Where the target's store adapter says the framework begins its saves (``chaos.store.Save``)."""
+
 
 class WorldServers(Protocol):
     """The world's servers as a fault may fail them while they serve the case: each handle is None where
@@ -150,6 +163,7 @@ class Landing:
 
     torn: bool = False  # a write to the log was cut short before the kill
     overtaken: bool | None = None  # another commit came while a call was parked (None: not asked)
+    out_of_order: str | None = None  # a save began while one it must follow was held: which, and the promise
     failed_calls: int = 0  # system calls failed (or cut short)
     failed_at: float | None = None  # when the first was made (epoch seconds)
 
@@ -285,6 +299,8 @@ class Fault:
 
     def applies_to(self, what: str) -> str | None:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""
+        if what == "save":
+            return f"{self.name} does not land where a save begins (overtaken holds a save)"
         in_flight = what in IN_FLIGHT
         if self.places == "durable" and in_flight:
             return f"{self.name} lands at a durable boundary (a committed fact), not at {what}"

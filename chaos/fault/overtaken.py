@@ -7,14 +7,23 @@ one's, an order the unhindered run does not take. Where nothing commits while th
 calls of an answer are written together, as one task), the order cannot be reached: the process is
 killed at the wait's end, as ``kill`` would, and the phase says the order was not reached.
 
+The same policy holds a save as the framework begins it (a ``save`` boundary: a checkpointer's write run
+by a background thread, where the store's adapter names one, ``chaos.store.Save``): the thread waits in
+the agent's interpreter before the save takes any lock, and every save that begins after it waits
+behind it. Where a save the framework promises to begin only after the held one is done (about the
+same record: LangGraph's next checkpoint after a task's writes) begins meanwhile, the order is broken: the
+tree is killed there, that save not made, and the landing says which (``saved-in-order`` judges it).
+
 Sweeping it (``--fault overtaken``) explores, for each call of a parallel answer, the order in which it
-finishes last; the summary counts the orders it reached."""
+finishes last, and for each save, the saves that can overtake it; the summary counts the orders it
+reached."""
 
 from __future__ import annotations
 
 import time
 
 from chaos.fault.base import Fault, Injection, Landing, Stop
+from chaos.store.base import Save
 
 WAIT = 3.0  # seconds the parked call waits for another commit before the order is called unreachable
 
@@ -47,6 +56,38 @@ class Parked(Injection):
         return Landing(overtaken=self.overtaken)
 
 
+class HeldSave(Parked):
+    """A save held as it began (every later save waits behind it in the interpreter): the tree is killed once a save
+    promised to follow it (about the same record) begins, or as a parked call's is."""
+
+    def __init__(self, count: int, until: float, held: tuple[str, int], saves: tuple[Save, ...]) -> None:
+        super().__init__(count, until)
+        self.held = held
+        self.follows = {save.kind: save for save in saves if held[0] in save.after}
+        self.out_of_order: str | None = None
+
+    def _look(self, stop: Stop) -> None:
+        if stop.killed:
+            return
+        begun = stop.saves_begun()
+        at = next((i for i, (kind, n, _) in enumerate(begun) if (kind, n) == self.held), None)
+        key = begun[at][2] if at is not None else ""
+        for kind, n, other in begun[at + 1 :] if at is not None and key else ():
+            if kind in self.follows and other == key:
+                kind_held, n_held = self.held
+                self.out_of_order = (
+                    f"{kind}#{n} began while {kind_held}#{n_held}, about the same record, was held "
+                    f"({self.follows[kind].promise})"
+                )
+                self.overtaken = True
+                stop.kill()
+                return
+        super()._look(stop)
+
+    def landing(self) -> Landing:
+        return Landing(overtaken=self.overtaken, out_of_order=self.out_of_order)
+
+
 class Overtaken(Fault):
     name = "overtaken"
     summary = (
@@ -57,8 +98,8 @@ class Overtaken(Fault):
     enables = ("effects-as-declared", "store-consistent")
 
     def applies_to(self, what: str) -> str | None:
-        if what != "effect-done":
-            return f"overtaken parks a call at its effect's end (effect-done), not at {what}"
+        if what not in ("effect-done", "save"):
+            return f"overtaken parks a call at its effect's end (effect-done) or a save as it begins, not at {what}"
         return None
 
     def unavailable_on_log(self) -> str | None:
@@ -69,4 +110,8 @@ class Overtaken(Fault):
 
     def stop(self, stop: Stop) -> Injection:
         # counted from the moment the call parked (the phase loop saw it later)
-        return Parked(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)
+        count, until = stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT
+        held = stop.held_save()
+        if held is None:
+            return Parked(count, until)
+        return HeldSave(count, until, held, stop.declared_saves)

@@ -18,7 +18,8 @@ socket pair; each message on it carries one more socket, a conversation:
   it is sent, and runs the module, script or code as ``__main__``. A learning
   run appends to the file it is given each module it imports from outside
   its own code as it is loaded (however it ends: ``os._exit``, a signal), for
-  the next ``import`` (it holds no descriptor for it meanwhile).
+  the next ``import`` (it holds no descriptor for it meanwhile). A run given
+  ``saves`` wraps the framework's calls that begin a save (``_hold``).
 
 The server stops when chaos's end of the socket pair closes (chaos is gone).
 """
@@ -38,6 +39,7 @@ import socket
 import struct
 import sys
 import sysconfig
+import threading
 import time
 import types
 from typing import Any
@@ -152,6 +154,8 @@ def _setup(talk: socket.socket, request: dict[str, Any]) -> None:
         _learn(
             request["learn"], {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
         )
+    if request.get("saves"):
+        _hold(request["saves"], os.environ.get("CHAOS_GATE_DIR", ""))
 
 
 NESTED = 64  # imports a learning run keeps waiting for at once (one that failed is dropped in time)
@@ -190,6 +194,125 @@ def _learn(path: str, own: set[str]) -> None:
 
     sys.addaudithook(heard)
     atexit.register(flush)
+
+
+KEY = 200  # characters of a save's key kept
+
+
+class _Saves:
+    """The framework's calls that begin a save (a checkpointer's background writes), wrapped where their
+    module is loaded: each call is counted by its kind and written to the gate directory's ``saves`` file
+    (``KIND N KEY``, the key read from its first argument: the record it writes about) before it runs, and
+    waits at its gate ``save.KIND#N`` while chaos holds it there; a save that begins while one is held
+    waits until that one goes on."""
+
+    def __init__(self, saves: list[dict[str, Any]], gates: str) -> None:
+        self.gates, self.lock = gates, threading.Lock()
+        self.counts: dict[str, int] = {}
+        self.waiting: dict[str, list[dict[str, Any]]] = {}
+        for save in saves:
+            self.waiting.setdefault(save["call"].partition(":")[0], []).append(save)
+
+    def patch(self, module: types.ModuleType) -> None:
+        for save in self.waiting.pop(module.__name__, []):
+            owner_name, _, method = save["call"].partition(":")[2].rpartition(".")
+            owner: Any = module
+            for part in owner_name.split(".") if owner_name else ():
+                owner = getattr(owner, part, None)
+            original = getattr(owner, method, None)
+            if original is not None and not getattr(original, "__chaos_save__", False):
+                setattr(owner, method, self._wrap(original, save))
+
+    def _begin(self, save: dict[str, Any], args: tuple[Any, ...]) -> str:
+        key: Any = args[0] if args else None
+        for step in save["key"]:
+            key = key.get(step) if isinstance(key, dict) else None
+        key = key if isinstance(key, str) else ""
+        with self.lock:
+            n = self.counts[save["kind"]] = self.counts.get(save["kind"], 0) + 1
+            fd = os.open(os.path.join(self.gates, "saves"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, f"{save['kind']} {n} {''.join(key.split())[:KEY]}\n".encode())
+            finally:
+                os.close(fd)
+        return f"save.{save['kind']}#{n}"
+
+    def _held(self, gate: str, marked: list[bool]) -> bool:
+        """Whether the save at ``gate`` waits: chaos holds it, or it began while a save chaos holds waits
+        (every later save waits behind it, so none overtakes it unseen)."""
+        path = os.path.join(self.gates, gate)
+        if os.path.exists(path + ".release"):
+            return False
+        held = [g for g in os.environ.get("CHAOS_GATES", "").split(",") if g.startswith("save.")]
+        if gate in held:
+            if not marked[0]:
+                with open(path + ".waiting", "w") as mark:
+                    mark.write(str(os.getpid()))
+                marked[0] = True
+            return True
+        return any(
+            os.path.exists(os.path.join(self.gates, g + ".waiting"))
+            and not os.path.exists(os.path.join(self.gates, g + ".release"))
+            for g in held
+        )
+
+    def _wrap(self, original: Any, save: dict[str, Any]) -> Any:
+        import functools
+        import inspect
+
+        if inspect.iscoroutinefunction(original):
+
+            @functools.wraps(original)
+            async def waits(this: Any, *args: Any, **kwargs: Any) -> Any:
+                import asyncio
+
+                gate, marked = self._begin(save, args), [False]
+                while self._held(gate, marked):
+                    await asyncio.sleep(0.005)
+                return await original(this, *args, **kwargs)
+
+            wrapper: Any = waits
+        else:
+
+            @functools.wraps(original)
+            def blocks(this: Any, *args: Any, **kwargs: Any) -> Any:
+                gate, marked = self._begin(save, args), [False]
+                while self._held(gate, marked):
+                    time.sleep(0.005)
+                return original(this, *args, **kwargs)
+
+            wrapper = blocks
+        wrapper.__chaos_save__ = True
+        return wrapper
+
+
+def _hold(saves: list[dict[str, Any]], gates: str) -> None:
+    """Wrap the calls ``saves`` names (``module:Class.method``) in their modules, now for a module the
+    server imported ahead and as it is loaded for the others."""
+    held = _Saves(saves, gates)
+    for name in list(held.waiting):
+        if name in sys.modules:
+            held.patch(sys.modules[name])
+
+    class Finder:
+        @staticmethod
+        def find_spec(name: str, path: Any, target: Any = None) -> Any:
+            if name not in held.waiting:
+                return None
+            for finder in sys.meta_path:
+                spec = None if finder is Finder else finder.find_spec(name, path, target)
+                if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    run = spec.loader.exec_module
+
+                    def exec_module(module: types.ModuleType, run: Any = run) -> None:
+                        run(module)
+                        held.patch(module)
+
+                    spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+                    return spec
+            return None
+
+    sys.meta_path.insert(0, Finder)
 
 
 def _run(request: dict[str, Any]) -> None:

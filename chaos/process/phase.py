@@ -164,6 +164,9 @@ class Seen:
     streams: int = 0  # answers the model server streamed during the phase
     effects: list[str] = field(default_factory=list)  # effects the ledger saw start during the phase
     strays: list[str] = field(default_factory=list)  # written beside the workspace during the phase
+    saves: list[str] = field(
+        default_factory=list
+    )  # the kinds of save its interpreter began (``chaos.store.Save``)
 
     def record(self) -> WorldRecord:
         return WorldRecord(
@@ -171,12 +174,13 @@ class Seen:
             streams=self.streams,
             effects=self.effects,
             strays=self.strays,
+            saves=self.saves,
         )
 
     @classmethod
     def restore(cls, record: WorldRecord, first_request: int) -> Seen:
         requests = (first_request, first_request + record.requests)
-        return cls(requests, record.streams, record.effects, record.strays)
+        return cls(requests, record.streams, record.effects, record.strays, record.saves)
 
 
 @dataclass

@@ -6,7 +6,7 @@ its record and reads it back, and no field is declared twice."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -41,6 +41,9 @@ class Landed:
     failed_calls: int = 0  # the store's system calls a disk fault failed (or cut short)
     failed_at: float | None = None  # when the first of them was made (epoch seconds, as the ledger's)
     overtaken: bool | None = None  # overtaken: another commit came while the call was parked (False: none)
+    out_of_order: str | None = (
+        None  # overtaken at a save: the save that began while one it must follow was held
+    )
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited
@@ -73,6 +76,7 @@ class WorldRecord:
     streams: int  # answers streamed
     effects: list[str]  # effects the ledger saw start
     strays: list[str]  # files written beside the workspace
+    saves: list[str] = field(default_factory=list)  # the kinds of save its interpreter began, in order
 
 
 @dataclass(kw_only=True)
@@ -90,7 +94,11 @@ class PhaseResult(ProcessRecord, Landed, StoreRecord, WorldRecord):
     def from_json(cls, data: dict[str, Any]) -> PhaseResult:
         return cls(
             **{
-                f.name: data[camel(f.name)] if f.default is MISSING else data.get(camel(f.name), f.default)
+                f.name: data[camel(f.name)]
+                if f.default is MISSING and f.default_factory is MISSING
+                else data.get(
+                    camel(f.name), f.default if f.default_factory is MISSING else f.default_factory()
+                )
                 for f in fields(cls)
             }
         )

@@ -75,6 +75,7 @@ def settle(
     phase.seen.streams = world.server.streams - before.streams
     phase.seen.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
     phase.seen.strays = sorted(set(world.box.strays()) - before.strays)
+    phase.seen.saves = [kind for kind, _, _ in world.box.saves()]
     phase.process.returncode = None if phase.process.timed_out or phase.process.frozen else proc.returncode
     phase.process.outcome = (
         None if phase.process.returncode is None else world.target.outcome_of(phase.process.returncode)
@@ -267,7 +268,13 @@ def _landed(world: World, armed: _Armed, proc: TracedProcess, landed: Landed) ->
     """Where the fault landed: reached or not, how late, timed how; and the fault's own landing record."""
     stopper, trigger, fault = armed.stopper, armed.trigger, armed.fault
     own = stopper.landing()
-    landed = replace(landed, overtaken=own.overtaken, failed_calls=own.failed_calls, failed_at=own.failed_at)
+    landed = replace(
+        landed,
+        overtaken=own.overtaken,
+        out_of_order=own.out_of_order,
+        failed_calls=own.failed_calls,
+        failed_at=own.failed_at,
+    )
     if armed.at_commit:
         # a fault that lets the agent go on lands at the held commit itself: what it commits next is its due
         commits = stopper.late_commits if fault is None or fault.crashes else 0
@@ -342,7 +349,13 @@ def phase_steps(
     stdout, stderr = out / f"{phase.name}.stdout", out / f"{phase.name}.stderr"
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
     starts: WarmStarts | None = world.starts
-    launch = starts.launch(phase.argv, env) if starts is not None else None
+    if starts is None and trigger is not None and trigger.saving:
+        starts = (
+            WarmStarts()
+        )  # a held save lives in the target's interpreter: only a start chaos makes holds it
+        world.closers.append(starts.close)
+    saves = tuple(save.request() for save in world.store.saves)
+    launch = starts.launch(phase.argv, env, saves) if starts is not None else None
     proc = TracedProcess(
         phase.argv,
         world.cwd,

@@ -34,7 +34,7 @@ from chaos.process.durability import Model
 from chaos.process.tree import TracedProcess
 from chaos.process.watch import Watch
 from chaos.scenario.model import Boundary, Strike
-from chaos.store import View
+from chaos.store import Save, View
 from chaos.world.world import World
 
 Decide = Callable[[], str]  # asks a person at a pause: "kill", "continue" or "quit"
@@ -72,6 +72,8 @@ class Trigger:
             number = world.server.streams + boundary.nth
             world.server.hold_stream(number, int(boundary.where.get("chunks", 1)))
             return cls(world, crash, stream=number)
+        if boundary.what == "save":  # counted by the phase's own interpreter, from 1
+            return cls(world, crash, gate=f"save.{boundary.where['kind']}#{boundary.nth}")
         if boundary.in_flight:
             effect = boundary.where["effect"]
             done = sum(
@@ -86,6 +88,11 @@ class Trigger:
     @property
     def durable(self) -> bool:
         return self.watch is not None
+
+    @property
+    def saving(self) -> bool:
+        """The boundary is a save the framework begins (held in its interpreter, ``chaos.store.Save``)."""
+        return self.crash.boundary.what == "save"
 
     def gates(self) -> list[str]:
         return [self.gate] if self.gate else []
@@ -231,6 +238,19 @@ class Stopper:
     def held_since(self) -> float:
         assert self.trigger is not None and self.trigger.gate is not None
         return self.trigger.world.box.waited_since(self.trigger.gate)
+
+    def held_save(self) -> tuple[str, int] | None:
+        if self.trigger is None or not self.trigger.saving:
+            return None
+        boundary = self.trigger.crash.boundary
+        return str(boundary.where["kind"]), boundary.nth
+
+    def saves_begun(self) -> list[tuple[str, int, str]]:
+        return self.world.box.saves()
+
+    @property
+    def declared_saves(self) -> tuple[Save, ...]:
+        return self.world.store.saves
 
     def trapped_file(self, trap: Trap) -> tuple[str, int]:
         return ptrace.written_file(trap.pid)

@@ -200,10 +200,19 @@ class Server:
         return self._errors.read().decode(errors="replace").strip()[-500:]
 
     def spawn(
-        self, command: Command, cwd: Path, env: dict[str, str], out: Path, err: Path, cage: str, trace: str
+        self,
+        command: Command,
+        cwd: Path,
+        env: dict[str, str],
+        out: Path,
+        err: Path,
+        cage: str,
+        trace: str,
+        saves: tuple[dict[str, object], ...] = (),
     ) -> Child:
         """Fork the target's process: ``trace`` is "syscalls" (the tracer attached and the seccomp filter
-        installed), "events" (the tracer only) or "" (neither). Called from the thread that traces it."""
+        installed), "events" (the tracer only) or "" (neither); ``saves``: the framework's calls that begin
+        a save, wrapped in it (``chaos.store.Save``). Called from the thread that traces it."""
         learn = None  # until a run that ended by itself (however: os._exit too) said what it loaded
         if not self.learned:
             learn = self._folder / f"learn-{next(self._runs)}"
@@ -220,6 +229,7 @@ class Server:
             "cage": cage,
             "filter": ptrace.filter_code().hex() if trace == "syscalls" else None,
             "learn": str(learn) if learn else None,
+            "saves": list(saves),
         }
         lines = _Lines(self._talk(request))
         line = (lines.next(ANSWER) or "").split()
@@ -268,9 +278,12 @@ class Launch:
 
     server: Server
     command: Command
+    saves: tuple[
+        dict[str, object], ...
+    ] = ()  # the framework's calls that begin a save (``chaos.store.Save``)
 
     def spawn(self, cwd: Path, env: dict[str, str], out: Path, err: Path, cage: str, trace: str) -> Child:
-        return self.server.spawn(self.command, cwd, env, out, err, cage, trace)
+        return self.server.spawn(self.command, cwd, env, out, err, cage, trace, self.saves)
 
 
 # What a process can see of the environment it was started in: its time zone, HOME, working directory,
@@ -319,8 +332,11 @@ class WarmStarts:
         self._servers: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], Server] = {}
         self._lock = threading.Lock()
 
-    def launch(self, argv: list[str], env: dict[str, str]) -> Launch | None:
-        """How to start ``argv`` warm (None: it is no Python command line a fork can run)."""
+    def launch(
+        self, argv: list[str], env: dict[str, str], saves: tuple[dict[str, object], ...] = ()
+    ) -> Launch | None:
+        """How to start ``argv`` warm (None: it is no Python command line a fork can run), with the saves
+        its interpreter wraps."""
         command = command_of(argv, env)
         if isinstance(command, str):
             return None
@@ -330,7 +346,7 @@ class WarmStarts:
             if key not in self._servers:  # (no case's HOME or TZ: what it imports ahead sees none of them)
                 server_env = dict(shaping) | {k: env[k] for k in ("PATH",) if k in env}
                 self._servers[key] = Server(command.python, command.options, server_env)
-            return Launch(self._servers[key], command)
+            return Launch(self._servers[key], command, saves)
 
     @property
     def preloaded(self) -> int:

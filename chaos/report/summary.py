@@ -70,7 +70,7 @@ class Summary:
 
     @property
     def orders(self) -> tuple[int, int]:
-        """The overtaken fault's cases: the calls parked, and those another commit overtook meanwhile."""
+        """The overtaken fault's cases: the calls parked or saves held, and those overtaken meanwhile."""
         parked = [r.start for r in self._started(paused=False) if r.start and r.start.overtaken is not None]
         return len(parked), sum(1 for p in parked if p.overtaken)
 
@@ -167,8 +167,9 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
     parked, overtaken = summary.orders
     if parked:
         lines.append(
-            f"  orders: {overtaken}/{parked} parked calls overtaken (another commit made while the call was "
-            "parked at its effect's end; the rest: nothing else committed meanwhile, that order unreachable)"
+            f"  orders: {overtaken}/{parked} parked calls or held saves overtaken (another commit made, or a "
+            "save it must precede begun, while it was held; the rest: nothing else meanwhile, that order "
+            "unreachable)"
         )
     if summary.paused:
         lines.append(

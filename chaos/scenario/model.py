@@ -21,12 +21,9 @@ from typing import Any
 from chaos.contract import shapes
 from chaos.contract.kinds import ENTRIES, RECORDS, kind_of
 from chaos.contract.shapes import USAGE_KEYS
-from chaos.fault import Fault
+from chaos.fault import IN_FLIGHT, Fault
 from chaos.fault import fault as fault_named
 
-# Boundaries the world holds exactly: a model request the server keeps in flight, an
-# effect held at its ledger gate while running, or done with its result not yet durable.
-IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done")
 # Boundaries in a framework's store (chaos.store): the n-th commit of a phase, the commit that makes
 # the n-th tool call durable, the commit that makes the n-th output durable ([tool=NAME] narrows both).
 STORE_KINDS = ("commit", "call-durable", "output-durable")
@@ -78,7 +75,8 @@ class Boundary:
     ``entry:user``, ``entry:tool`` for a tool result, ``entry:compaction``), ``usage``,
     ``header`` (the log exists, no transaction yet), ``any`` (the n-th fact, whatever it is),
     or an in-flight boundary (``model-request``; ``model-stream[chunks=K]``, a streamed answer held
-    after its first K events, 1 when not given; ``effect-running[effect=deploy]``).
+    after its first K events, 1 when not given; ``effect-running[effect=deploy]``; ``save[kind=writes]``,
+    a save a framework's store begins, held in its interpreter: ``chaos.store.Save``).
     Written as text: ``toolStarted[toolName=bash]#2``.
     """
 
@@ -96,6 +94,10 @@ class Boundary:
                 raise ValueError(
                     f"{self.what} needs exactly the filter [effect=NAME], e.g. {self.what}[effect=deploy]"
                 )
+            return
+        if self.what == "save":
+            if set(self.where) != {"kind"} or not str(self.where["kind"]).isidentifier():
+                raise ValueError("save needs exactly the filter [kind=NAME], e.g. save[kind=writes]")
             return
         if self.what in STORE_KINDS:
             filters = set() if self.what == "commit" else {"tool"}

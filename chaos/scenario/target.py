@@ -534,6 +534,12 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
                 f"{target.store_spec.kind} store; crash it at commit, call-durable[tool=NAME], "
                 "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
             )
+        kinds = sorted({save.kind for save in store_named(target.store_spec.kind).saves})
+        if boundary.what == "save" and boundary.where["kind"] not in kinds:
+            return (
+                f"{boundary}: the {target.store_spec.kind} store names no save of kind {boundary.where['kind']!r} "
+                f"(its saves: {', '.join(kinds) or 'none'})"
+            )
         unavailable = fault_unavailable(target, crash.fault)
         if unavailable:
             return unavailable

@@ -14,6 +14,6 @@ the checks that read a store, mining) reads only ``View``s, so a third store is 
 ``Store`` subclass passed to ``register``; nothing else changes.
 """
 
-from chaos.store.base import STORES, Call, Output, Store, View, known, register, store_named
+from chaos.store.base import STORES, Call, Output, Save, Store, View, known, register, store_named
 
-__all__ = ["STORES", "Call", "Output", "Store", "View", "known", "register", "store_named"]
+__all__ = ["STORES", "Call", "Output", "Save", "Store", "View", "known", "register", "store_named"]

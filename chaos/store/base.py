@@ -107,6 +107,24 @@ class View:
         return sorted(i for i, n in Counter(o.call_id for o in self.outputs).items() if n > 1)
 
 
+@dataclass(frozen=True)
+class Save:
+    """A call in the agent's interpreter where the framework begins a save off its main line (a
+    checkpointer's write, run by a background thread): chaos can hold a thread there and see which saves
+    begin meanwhile (``chaos.process.forkserver``: it wraps the call where its module is loaded). Only a
+    start chaos makes itself can be held (a warm start: chaos's bootstrap runs the target's Python)."""
+
+    call: str  # "module:Class.method"
+    kind: str  # its name in boundaries (``save[kind=writes]#2``) and reports
+    key: tuple[str, ...] = ()  # the path to the record it writes about, in its first argument
+    after: tuple[str, ...] = ()  # kinds of save about the same record the framework finishes before this one
+    promise: str = ""  # where the framework says so, and the bug that breaks it
+
+    def request(self) -> dict[str, object]:
+        """What the interpreter's bootstrap is told (JSON)."""
+        return {"call": self.call, "kind": self.kind, "key": list(self.key)}
+
+
 class Store(ABC):
     """One kind of durable store. ``path`` is the target's ``[store] path``: the store's main file,
     relative to the workspace; ``files`` are every file that makes up its durable state there."""
@@ -123,6 +141,9 @@ class Store(ABC):
 
     # It reads a run's saved state beside its store (``[store] state``: a run parked for approval)
     reads_state: ClassVar[bool] = False
+    # Where the framework begins its saves in the agent's interpreter (``Save``): none, or the calls whose
+    # order ``--fault overtaken`` explores
+    saves: ClassVar[tuple[Save, ...]] = ()
 
     def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         """The files that hold the store now: the main file's matches and, for SQLite, what it keeps beside

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.store.base import Call, Output, View, register, text_of
+from chaos.store.base import Call, Output, Save, View, register, text_of
 from chaos.store.inert import Blind, Record, json_records, msgpack_value
 from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import SqliteStore, rows
@@ -188,10 +188,36 @@ def _found_postgres(connection: sqlite3.Connection) -> _Found:
     return _walk(connection, latest)
 
 
+# Where LangGraph's savers begin a save: a finished task's writes (``put_writes``, keyed by the checkpoint
+# they belong to) and the next checkpoint (``put``, keyed by the checkpoint it supersedes). The loop submits
+# both to its background executor; its own comment promises that "a checkpoint never becomes durable before
+# the writes that produced it" (it waits so only for delta channels' writes: langgraph#8039).
+_CONFIG_ID = ("configurable", "checkpoint_id")
+_ORDER = (
+    "LangGraph's loop promises a checkpoint never becomes durable before the writes that produced it; "
+    "langgraph#8039: its saves of a task's writes and of the next checkpoint are not ordered"
+)
+_SAVERS = (
+    ("langgraph.checkpoint.sqlite:SqliteSaver", "put_writes", "put"),
+    ("langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver", "aput_writes", "aput"),
+    ("langgraph.checkpoint.postgres:PostgresSaver", "put_writes", "put"),
+    ("langgraph.checkpoint.postgres.aio:AsyncPostgresSaver", "aput_writes", "aput"),
+)
+SAVES = tuple(
+    save
+    for saver, writes, checkpoint in _SAVERS
+    for save in (
+        Save(f"{saver}.{writes}", "writes", _CONFIG_ID),
+        Save(f"{saver}.{checkpoint}", "checkpoint", _CONFIG_ID, after=("writes",), promise=_ORDER),
+    )
+)
+
+
 class LangGraphStore(SqliteStore):
     name = "langgraph"
     marker = "checkpoints"
     description = "LangGraph's SqliteSaver: checkpoints and pending writes (langgraph-checkpoint-sqlite)"
+    saves = SAVES
 
     def from_database(self, connection: sqlite3.Connection) -> View:
         count = rows(connection)

@@ -17,7 +17,8 @@ from chaos.sweep.settings import Settings
 
 def phase_boundaries(phase: Phase) -> list[Boundary]:
     """Every boundary one phase passed, counted within that phase: the durable ones (facts of a session log
-    up to any corruption, or each commit of a framework's store the tracer saw), then the in-flight ones."""
+    up to any corruption, or each commit of a framework's store the tracer saw), then the in-flight ones
+    (and each save its framework began)."""
     if phase.kept.view_after is not None:
         boundaries = [Boundary("commit", nth=k) for k in range(1, (phase.kept.commits or 0) + 1)]
     else:
@@ -27,6 +28,10 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
     requests = phase.seen.requests[1] - phase.seen.requests[0]
     boundaries += [Boundary("model-request", {}, n) for n in range(1, requests + 1)]
     boundaries += [Boundary("model-stream", {}, n) for n in range(1, phase.seen.streams + 1)]
+    saves: dict[str, int] = {}
+    for kind in phase.seen.saves:  # (seen where the phase started warm: chaos's bootstrap counts them)
+        saves[kind] = saves.get(kind, 0) + 1
+        boundaries.append(Boundary("save", {"kind": kind}, saves[kind]))
     seen: dict[str, int] = {}
     for effect in phase.seen.effects:
         seen[effect] = seen.get(effect, 0) + 1

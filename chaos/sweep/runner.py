@@ -103,6 +103,9 @@ class Sweep:
                 )
                 if choice is not None:
                     sys.stderr.write(f"\rchaos sweep: {choice}\n")
+                if choice is not None and choice.warm:  # the saves its framework began, seen warm only
+                    for phase, saves in zip(verdict.phases, choice.saves, strict=False):
+                        phase.seen.saves = list(saves)
         except Skipped as why:
             result = CaseResult(
                 case.id,

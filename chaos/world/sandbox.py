@@ -30,6 +30,8 @@ BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 PREFIX = "chaos-"
 OWNER = ".chaos-owner"
 # what a sandbox root may hold (and the folder of the world's database server, chaos.store.postgres)
+SAVES_READ = 1 << 20  # bytes of a phase's ``saves`` file read
+SAVES_KEPT = 10_000  # saves of one phase kept
 LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_DIR})
 
 
@@ -61,8 +63,28 @@ class Sandbox:
 
     def activate(self, gates: list[str]) -> None:
         """Name the gates of the phase about to run, for what reads them from the gate directory rather than
-        its environment (the world's MCP server outlives a phase: ``chaos.world.mcp_server``)."""
+        its environment (the world's MCP server outlives a phase: ``chaos.world.mcp_server``). The saves a
+        phase begins are counted from 1 in its own process: an earlier phase's are gone."""
+        for old in self.gate_dir.glob("save*"):
+            old.unlink(missing_ok=True)
         (self.gate_dir / "active").write_text(",".join(gates))
+
+    def saves(self) -> list[tuple[str, int, str]]:
+        """The saves the phase's process began, in order, as its interpreter wrote them
+        (``chaos.process.forkserver``: ``KIND N KEY`` a line): agent-written bytes, read bounded and
+        parsed strictly (a line that does not parse is not a save)."""
+        try:
+            with (self.gate_dir / "saves").open("rb") as file:
+                text = file.read(SAVES_READ).decode("utf-8", "replace")
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines()[:SAVES_KEPT]:
+            kind, _, rest = line.partition(" ")
+            number, _, key = rest.partition(" ")
+            if kind.isidentifier() and number.isdigit():
+                out.append((kind, int(number), key[:200]))
+        return out
 
     def spoil(self, how: str) -> None:
         """Have the world's MCP server spoil the answer of the call it holds (``chaos.world.mcp_server``)."""

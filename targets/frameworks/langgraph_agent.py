@@ -17,7 +17,9 @@ resumes a thread; a thread with nothing left to run adds nothing. A graph that
 asks for approval (``interrupt()``) is approved at once (``Command(resume=True)``),
 and a resume finds a parked approval and gives it. With ``--park`` the run parks instead: it exits
 ``PARKED`` with the thread waiting, a resume leaves it waiting, and the separate command ``--approve``
-(what a person runs later) gives the approval and goes on. Exit 0: completed; 4: parked.
+(what a person runs later) gives the approval and goes on. ``--ordered-saves`` applies the fix
+proposed for langgraph#8039 to the loop (a checkpoint is saved only after the writes that produced it).
+Exit 0: completed; 4: parked.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import sqlite3
 import sys
 import time
+import types
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -113,6 +116,34 @@ async def _run_async(args: Any, app: Any, config: dict[str, Any]) -> int:
     return _said(result)
 
 
+def _ordered_saves() -> None:
+    """The fix proposed for langgraph#8039 (its pull request 8055), applied to the loop as it runs: the save
+    of a checkpoint waits for every task's writes submitted before it, not only a delta channel's, so a
+    checkpoint never becomes durable before the writes that produced it."""
+    from langgraph.pregel._loop import SyncPregelLoop
+
+    enter = SyncPregelLoop.__enter__
+
+    def entered(loop: Any) -> Any:
+        enter(loop)
+        submit, writes = loop.submit, list[Any]()
+
+        def ordered(loop: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if fn == loop._checkpointer_put_after_previous:
+                previous, produced, *rest = args
+                args = (previous, [*produced, *writes], *rest)
+                writes.clear()
+            future = submit(fn, *args, **kwargs)
+            if fn == loop.checkpointer_put_writes:
+                writes.append(future)
+            return future
+
+        loop.submit = types.MethodType(ordered, loop)  # (the loop keeps a weak reference to a bound method)
+        return loop
+
+    SyncPregelLoop.__enter__ = entered  # type: ignore[method-assign]
+
+
 def _said(result: Any) -> int:
     """The run's end said on stdout, as its exit status."""
     if result is PARK:
@@ -127,8 +158,15 @@ def main(argv: list[str]) -> int:
     )
     options.add_argument("--durability", choices=("sync", "async", "exit"), default="async")
     options.add_argument("--saver", choices=("sqlite", "async"), default="sqlite")
+    options.add_argument(
+        "--ordered-saves",
+        action="store_true",
+        help="the fix proposed for langgraph#8039, applied at run time",
+    )
     with_approvals(options)
     args = options.parse_args(argv)
+    if args.ordered_saves:
+        _ordered_saves()
     app = load(args.app, args.db)
     config = {"configurable": {"thread_id": args.thread}}
     if args.saver == "async":
