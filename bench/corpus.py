@@ -4,14 +4,15 @@ against, and clean on the release that fixed it, the same in every run.
 Run: python bench/corpus.py [--runs 5] [--envs DIR] [NAME ...]
 
 Each entry is a folder of ``bench/corpus`` (``bug.toml``: the issue, the framework's package, its
-affected and fixed releases, the target, the scenario, where it crashes and with which fault, and the one
+affected and fixed releases (no fixed one for a bug still open upstream), the target, the scenario, where it crashes and with which fault, and the one
 check that must fail; the target file and any app beside it). Each release runs in a virtual environment
 of its own (``DIR/PACKAGE-VERSION``, made once with this checkout installed editable and the release
 pinned, then reused): the case is run ``--runs`` times on each, side by side in one run, and the table
 says what each run found. Exit 0 when every entry is caught on its affected release, as exactly its one
 failure, and clean on its fixed one, in every run; 1 otherwise. It installs releases from the package
-index, so it runs outside ``.ci/run``; CI runs each entry's fixed-release case with what the project
-installs (``tests/test_corpus.py``).
+index, so it runs outside ``.ci/run``; CI runs each entry's case with what the project installs
+(``.ci/constraints.txt``: clean on a fixed release, the one failure on the affected release of an open
+bug; ``tests/test_corpus.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "bench" / "corpus"
-KEYS = ("issue", "title", "package", "affected", "fixed", "target", "scenario", "crash", "fault", "failure")
+KEYS = (
+    "issue",
+    "title",
+    "package",
+    "extra",
+    "affected",
+    "fixed",
+    "target",
+    "scenario",
+    "crash",
+    "fault",
+    "failure",
+)
+# a bug still open upstream has no fixed release; the project's extra its app needs beside the package
+OPTIONAL = {"fixed": "", "extra": ""}
 
 
 @dataclass(frozen=True)
@@ -39,8 +54,9 @@ class Bug:
     issue: str
     title: str
     package: str
+    extra: str  # the project's extra installed with it ("": none)
     affected: str
-    fixed: str
+    fixed: str  # "" while the bug is open upstream
     target: str
     scenario: str
     crash: str
@@ -49,7 +65,7 @@ class Bug:
 
     @classmethod
     def load(cls, folder: Path) -> Bug:
-        data = tomllib.loads((folder / "bug.toml").read_text())
+        data = OPTIONAL | tomllib.loads((folder / "bug.toml").read_text())
         missing = [key for key in KEYS if not isinstance(data.get(key), str)]
         unknown = sorted(set(data) - set(KEYS))
         if missing or unknown:
@@ -75,14 +91,16 @@ class Bug:
         ]
 
 
-def environment(envs: Path, package: str, version: str) -> Path:
-    """The Python of a virtual environment with this checkout and ``package==version`` (made once)."""
+def environment(envs: Path, package: str, version: str, extra: str = "") -> Path:
+    """The Python of a virtual environment with this checkout (and its ``extra``) and ``package==version``
+    (made once)."""
     folder = envs / f"{package}-{version}"
     python = folder / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+        project = f"{REPO}[{extra}]" if extra else str(REPO)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "-e", str(REPO), f"{package}=={version}"],
+            [str(python), "-m", "pip", "install", "--quiet", "-e", project, f"{package}=={version}"],
             check=True,
         )
     return python
@@ -112,11 +130,9 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|")
     everything = True
     for bug in bugs:
-        for release, version, expected in (
-            ("affected", bug.affected, [bug.failure]),
-            ("fixed", bug.fixed, []),
-        ):
-            python = environment(args.envs, bug.package, version)
+        releases = [("affected", bug.affected, [bug.failure]), ("fixed", bug.fixed, list[str]())]
+        for release, version, expected in releases if bug.fixed else releases[:1]:
+            python = environment(args.envs, bug.package, version, bug.extra)
             found = [failed_checks(python, bug) for _ in range(args.runs)]
             right = sum(1 for code, failed in found if failed == expected and code == (1 if expected else 0))
             seen = sorted({", ".join(failed) or "clean" for _, failed in found})

@@ -342,3 +342,71 @@ def test_the_choice_of_warm_starts_compares_the_environment_a_fork_sees(
     finally:
         starts.close()
     assert differs is not None and "JST" in differs
+
+
+SAVER = """
+import asyncio, threading
+
+class Saver:
+    def put(self, config, data):
+        with open("made", "a") as out:
+            out.write(f"{data}\\n")
+
+    async def aput(self, config, data):
+        self.put(config, data)
+"""
+SAVING = """
+import asyncio, sys, threading
+sys.path.insert(0, ".")
+from saver import Saver
+
+saver = Saver()
+saver.put({"configurable": {"checkpoint_id": "one"}}, "first")
+held = threading.Thread(target=saver.put, args=({"configurable": {"checkpoint_id": "two"}}, "held"))
+held.start()
+while "put 2" not in open("$GATES/saves").read():
+    pass
+saver.put({"configurable": {"checkpoint_id": "two"}}, "after")  # begins while #2 is held: waits behind it
+asyncio.run(saver.aput(["not a config"], "async"))
+held.join()
+"""
+
+
+def test_a_save_the_store_names_is_counted_held_and_nothing_overtakes_it(tmp_path: Path) -> None:
+    """The bootstrap wraps the calls a store adapter names where their module is loaded (``chaos.store.Save``):
+    each save is written to the gate directory as it begins, with its kind, number and the record its
+    first argument names (none where it names none: a key chaos cannot read is empty), and one chaos holds
+    waits in the interpreter, with every save that begins after it waiting behind it, until its gate
+    opens (a thread's call and an asyncio task's alike)."""
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    (tmp_path / "saver.py").write_text(SAVER)
+    script = tmp_path / "saving.py"
+    script.write_text(SAVING.replace("$GATES", str(gates)))
+    env = {**ENV, "CHAOS_GATE_DIR": str(gates), "CHAOS_GATES": "save.put#2"}
+    saves = (
+        {"call": "saver:Saver.put", "kind": "put", "key": ["configurable", "checkpoint_id"]},
+        {"call": "saver:Saver.aput", "kind": "aput", "key": ["configurable", "checkpoint_id"]},
+    )
+    starts = WarmStarts()
+    try:
+        launch = starts.launch([PY, str(script)], env, saves)
+        assert launch is not None
+        child = launch.spawn(tmp_path, env, tmp_path / "out", tmp_path / "err", "", "")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            (gates / "saves").exists() and "put 3" in (gates / "saves").read_text(errors="replace")
+        ):
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert (gates / "save.put#2.waiting").exists()
+        assert (tmp_path / "made").read_text() == "first\n"  # neither the held save nor the one behind it
+        (gates / "save.put#2.release").touch()
+        assert child.wait() == 0, (tmp_path / "err").read_text()
+        child.finish()
+    finally:
+        starts.close()
+    begun = (gates / "saves").read_text().splitlines()
+    assert begun == ["put 1 one", "put 2 two", "put 3 two", "aput 1 ", "put 4 "]  # (aput calls put)
+    made = (tmp_path / "made").read_text().splitlines()
+    assert made[0] == "first" and sorted(made[1:]) == ["after", "async", "held"], made

@@ -23,7 +23,9 @@ def landing(phase: Phase) -> str:
         return "never reached"
     if phase.landing.exact and phase.landing.overtaken is not None:
         order = (
-            "overtaken: killed at the next commit"
+            "overtaken: killed as a save it must precede began"
+            if phase.landing.out_of_order
+            else "overtaken: killed at the next commit"
             if phase.landing.overtaken
             else "not overtaken: nothing else committed"
         )

@@ -30,14 +30,17 @@ def run(args: argparse.Namespace) -> int:
     scenario = api.load(args.scenario)
     crash, then = scenario.crash, scenario.then_crash
     try:
+        fault = (
+            args.fault[-1] if args.fault else None
+        )  # (named with its boundary: not every fault lands where a kill does)
         if args.kill_at is not None:
-            crash = Strike(replace(args.kill_at, nth=args.nth or args.kill_at.nth))
+            crash = Strike(replace(args.kill_at, nth=args.nth or args.kill_at.nth), fault or "kill")
         elif args.nth is not None and crash is not None:
             crash = replace(crash, boundary=replace(crash.boundary, nth=args.nth))
-        if args.fault and crash is not None:
-            crash = replace(crash, fault_name=args.fault[-1])
+        if fault and crash is not None:
+            crash = replace(crash, fault_name=fault)
         if args.then_kill_at is not None:
-            then = Strike(args.then_kill_at)
+            then = Strike(args.then_kill_at, args.then_fault or "kill")
         if args.then_fault and then is not None:
             then = replace(then, fault_name=args.then_fault)
     except ValueError as err:
