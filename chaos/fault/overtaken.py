@@ -12,7 +12,9 @@ by a background thread, where the store's adapter names one, ``chaos.store.Save`
 the agent's interpreter before the save takes any lock, and every save that begins after it waits
 behind it. Where a save the framework promises to begin only after the held one is done (about the
 same record: LangGraph's next checkpoint after a task's writes) begins meanwhile, the order is broken: the
-tree is killed there, that save not made, and the landing says which (``saved-in-order`` judges it).
+tree is killed there, that save not made, and the landing says which (``saved-in-order`` judges it);
+where none begins within 5 s the order is unreachable. A save no other is promised to follow is killed
+at once, held: there is no order to explore.
 
 Sweeping it (``--fault overtaken``) explores, for each call of a parallel answer, the order in which it
 finishes last, and for each save, the saves that can overtake it; the summary counts the orders it
@@ -26,6 +28,7 @@ from chaos.fault.base import Fault, Injection, Landing, Stop
 from chaos.store.base import Save
 
 WAIT = 3.0  # seconds the parked call waits for another commit before the order is called unreachable
+SAVE_WAIT = 5.0  # seconds a held save waits for a save promised to follow it (a loaded machine is slow)
 
 
 class Parked(Injection):
@@ -57,17 +60,23 @@ class Parked(Injection):
 
 
 class HeldSave(Parked):
-    """A save held as it began (every later save waits behind it in the interpreter): the tree is killed once a save
-    promised to follow it (about the same record) begins, or as a parked call's is."""
+    """A save held as it began (every later save waits behind it in the interpreter): the tree is killed once a
+    save promised to follow it (about the same record) begins, or once the wait is over with none (at once
+    where no save is promised to follow its kind: there is no order to explore). A commit meanwhile is a
+    save that began before it, finishing: not the order explored."""
 
-    def __init__(self, count: int, until: float, held: tuple[str, int], saves: tuple[Save, ...]) -> None:
-        super().__init__(count, until)
+    def __init__(self, until: float, held: tuple[str, int], saves: tuple[Save, ...]) -> None:
+        super().__init__(0, until)
         self.held = held
         self.follows = {save.kind: save for save in saves if held[0] in save.after}
         self.out_of_order: str | None = None
 
     def _look(self, stop: Stop) -> None:
         if stop.killed:
+            return
+        if not self.follows or time.monotonic() > self.until:
+            self.overtaken = False
+            stop.kill()
             return
         begun = stop.saves_begun()
         at = next((i for i, (kind, n, _) in enumerate(begun) if (kind, n) == self.held), None)
@@ -82,7 +91,6 @@ class HeldSave(Parked):
                 self.overtaken = True
                 stop.kill()
                 return
-        super()._look(stop)
 
     def landing(self) -> Landing:
         return Landing(overtaken=self.overtaken, out_of_order=self.out_of_order)
@@ -110,8 +118,7 @@ class Overtaken(Fault):
 
     def stop(self, stop: Stop) -> Injection:
         # counted from the moment the call parked (the phase loop saw it later)
-        count, until = stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT
         held = stop.held_save()
-        if held is None:
-            return Parked(count, until)
-        return HeldSave(count, until, held, stop.declared_saves)
+        if held is not None:
+            return HeldSave(time.monotonic() + SAVE_WAIT, held, stop.declared_saves)
+        return Parked(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)

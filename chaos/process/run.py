@@ -75,7 +75,8 @@ def settle(
     phase.seen.streams = world.server.streams - before.streams
     phase.seen.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
     phase.seen.strays = sorted(set(world.box.strays()) - before.strays)
-    phase.seen.saves = [kind for kind, _, _ in world.box.saves()]
+    kinds = {save.kind for save in world.store.saves}  # (written in the agent's process: only those named)
+    phase.seen.saves = [kind for kind, _, _ in world.box.saves() if kind in kinds]
     phase.process.returncode = None if phase.process.timed_out or phase.process.frozen else proc.returncode
     phase.process.outcome = (
         None if phase.process.returncode is None else world.target.outcome_of(phase.process.returncode)
