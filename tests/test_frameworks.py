@@ -479,6 +479,8 @@ def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Pat
         assert held and all(bool(r.start.out_of_order) == (target != ordered) for r in held), target
         summary = json.loads((tmp_path / Path(target).stem / "summary.json").read_text())
         assert summary["orders"] == dict(zip(("parked", "overtaken"), done.summary.orders, strict=True))
+        writes = summary["orderKinds"]["save[kind=writes]"]
+        assert writes["held"] == len(held) and writes["broken"] == (0 if target == ordered else len(held))
     assert failed == {
         "langgraph": {"saved-in-order"},
         "langgraph-fan-out": {"saved-in-order"},

@@ -16,6 +16,7 @@ import orjson
 from chaos.case.result import CaseResult
 from chaos.contract.planner import ROWS
 from chaos.report.text import printable
+from chaos.scenario.model import Strike
 from chaos.triage.coverage import Coverage, coverage_of
 from chaos.triage.groups import Baseline, Group, fixed, group
 
@@ -75,6 +76,22 @@ class Summary:
         return len(parked), sum(1 for p in parked if p.overtaken)
 
     @property
+    def order_kinds(self) -> dict[str, dict[str, int]]:
+        """The overtaken fault's cases by where they held (an effect's end, or a save by its kind): how many
+        held, how many overtaken, and how many of those broke the order their framework promises."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self._started(paused=False):
+            if r.start is None or r.start.overtaken is None or r.crash is None:
+                continue
+            boundary = Strike.parse(r.crash).boundary
+            where = f"save[kind={boundary.where['kind']}]" if boundary.what == "save" else boundary.what
+            row = out.setdefault(where, {"held": 0, "overtaken": 0, "broken": 0})
+            row["held"] += 1
+            row["overtaken"] += bool(r.start.overtaken)
+            row["broken"] += bool(r.start.out_of_order)
+        return out
+
+    @property
     def paused(self) -> int:
         return len(self._started(paused=True))
 
@@ -103,6 +120,7 @@ class Summary:
             "paused": self.paused,  # paused writers (SIGSTOP): timed by polling, not counted as kills
             "pausedExact": self.paused_exact,
             "orders": dict(zip(("parked", "overtaken"), self.orders, strict=True)),
+            "orderKinds": self.order_kinds,
             "seconds": round(self.seconds, 2),
             "coverage": self.coverage.to_json() | {"lost": self.lost},
             "failures": [
@@ -167,9 +185,14 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
     parked, overtaken = summary.orders
     if parked:
         lines.append(
-            f"  orders: {overtaken}/{parked} parked calls or held saves overtaken (another commit made, or a "
-            "save it must precede begun, while it was held; the rest: nothing else meanwhile, that order "
-            "unreachable)"
+            f"  orders: {overtaken}/{parked} parked calls or held saves overtaken ("
+            + ", ".join(
+                f"{where} {row['overtaken']}/{row['held']}"
+                + (f" ({row['broken']} breaking the order its framework promises)" if row["broken"] else "")
+                for where, row in sorted(summary.order_kinds.items())
+            )
+            + "; overtaken: another commit made, or a save it must precede begun, while it was held; the rest: "
+            "nothing else meanwhile, that order unreachable)"
         )
     if summary.paused:
         lines.append(
