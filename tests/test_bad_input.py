@@ -309,6 +309,14 @@ ROWS = [
         ["--kill-at", "from 1 to 1,000,000"],
     ),
     (
+        # the strike is built with its fault: a save is no place for a kill, and the error says what is wrong
+        "kill-at-a-save-the-store-does-not-name",
+        ["run", SECTION8, "--kill-at", "save[kind=writes]", "--fault", "overtaken"],
+        None,
+        None,
+        ["session-log store names no save of kind 'writes'"],
+    ),
+    (
         "position-in-an-inline-table",
         ["run", "{s}"],
         "prompt = 'x'\n\n[[turns]]\ntext = 'a'\n\n[[turns]]\ntool_calls = [\n  { name = 'read', argz = {} },\n]\n",
