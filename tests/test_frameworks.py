@@ -491,3 +491,19 @@ def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Pat
         case for case in reached["langgraph-fan-out"] if "effect=deploy]#1" in case or "deploy_1" in case
     ]
     assert first and all(reached["langgraph-fan-out"][case] for case in first), reached
+
+
+@langgraph
+def test_a_cold_sweep_says_its_frameworks_saves_are_not_held(tmp_path: Path) -> None:
+    """Saves are held in a warm start only (chaos's bootstrap in the target's interpreter): a target that
+    starts cold explores its effects' ends alone, and the sweep says so rather than passing in silence."""
+    spec = (REPO / "targets" / "langgraph.toml").read_text().replace("cwd = ", "warm = false\ncwd = ", 1)
+    (tmp_path / "cold.toml").write_text(spec)
+    done = api.sweep(
+        [ONE], str(tmp_path / "cold.toml"), results=tmp_path / "out", jobs=2, faults=("overtaken",)
+    )
+    assert done.summary.ok
+    assert not [r for r in done.summary.ran if r.crash and r.crash.startswith("save")]
+    assert any("saves are held only in a warm start" in line for line in done.summary.starts), (
+        done.summary.starts
+    )

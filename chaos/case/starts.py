@@ -27,6 +27,7 @@ from chaos.contract.reading import facts
 from chaos.errors import InternalError, UsageError
 from chaos.process.warm import WarmStarts, command_of, fork_difference
 from chaos.scenario.target import Target
+from chaos.store import store_named
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,10 @@ class Starts:
             if key in self.choices or key in self._trying:
                 return None
             self._trying.add(key)
-        choice = Choice(target.name, *self._try(target, cold, run, scratch), saves=self._saves.pop(key, ()))
+        warm, why = self._try(target, cold, run, scratch)
+        if not warm and store_named(target.store_spec.kind).saves:  # (said: a sweep of orders sees fewer)
+            why += "; its framework's saves are held only in a warm start: --fault overtaken holds none here"
+        choice = Choice(target.name, warm, why, saves=self._saves.pop(key, ()))
         with self._lock:
             self.choices[key] = choice
             self._trying.discard(key)
