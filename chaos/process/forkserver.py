@@ -154,8 +154,8 @@ def _setup(talk: socket.socket, request: dict[str, Any]) -> None:
         _learn(
             request["learn"], {request["what"].partition(".")[0]} if request["kind"] == "module" else set()
         )
-    if request.get("saves"):
-        _hold(request["saves"], os.environ.get("CHAOS_GATE_DIR", ""))
+    if request.get("saves") and os.environ.get("CHAOS_GATE_DIR"):
+        _hold(request["saves"], os.environ["CHAOS_GATE_DIR"])
 
 
 NESTED = 64  # imports a learning run keeps waiting for at once (one that failed is dropped in time)
@@ -230,11 +230,14 @@ class _Saves:
         key = key if isinstance(key, str) else ""
         with self.lock:
             n = self.counts[save["kind"]] = self.counts.get(save["kind"], 0) + 1
-            fd = os.open(os.path.join(self.gates, "saves"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, f"{save['kind']} {n} {''.join(key.split())[:KEY]}\n".encode())
-            finally:
-                os.close(fd)
+            try:  # (chaos's bookkeeping never fails the agent's save: unwritten, the save is not seen)
+                fd = os.open(os.path.join(self.gates, "saves"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, f"{save['kind']} {n} {''.join(key.split())[:KEY]}\n".encode())
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass
         return f"save.{save['kind']}#{n}"
 
     def _held(self, gate: str, marked: list[bool]) -> bool:
@@ -246,8 +249,11 @@ class _Saves:
         held = [g for g in os.environ.get("CHAOS_GATES", "").split(",") if g.startswith("save.")]
         if gate in held:
             if not marked[0]:
-                with open(path + ".waiting", "w") as mark:
-                    mark.write(str(os.getpid()))
+                try:
+                    with open(path + ".waiting", "w") as mark:
+                        mark.write(str(os.getpid()))
+                except OSError:
+                    return False  # (the world is gone: nothing holds it)
                 marked[0] = True
             return True
         return any(
@@ -300,7 +306,8 @@ def _hold(saves: list[dict[str, Any]], gates: str) -> None:
             if name not in held.waiting:
                 return None
             for finder in sys.meta_path:
-                spec = None if finder is Finder else finder.find_spec(name, path, target)
+                find = None if finder is Finder else getattr(finder, "find_spec", None)
+                spec = find(name, path, target) if find is not None else None
                 if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
                     run = spec.loader.exec_module
 
@@ -308,7 +315,7 @@ def _hold(saves: list[dict[str, Any]], gates: str) -> None:
                         run(module)
                         held.patch(module)
 
-                    spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+                    spec.loader.exec_module = exec_module
                     return spec
             return None
 
