@@ -121,13 +121,17 @@ def test_a_bad_status_line_from_the_provider_is_a_step_failure_not_a_crash() -> 
 
 def test_the_saves_an_interpreter_writes_are_read_bounded_and_strictly(tmp_path: Path) -> None:
     """The ``saves`` file is written inside the agent's process: chaos reads at most 1 MiB of it, and a
-    line that is not ``KIND N KEY`` (a kind that is no identifier, a number that is none, bytes that are
-    not UTF-8) is not a save."""
+    line that is not ``KIND N KEY`` (a kind that is no identifier, a number that is none or not ASCII
+    digits, bytes that are not UTF-8) is not a save."""
     from chaos.world.sandbox import SAVES_READ, Sandbox
 
     box = Sandbox(tmp_path)
     box.gate_dir.mkdir()
-    lines = b"writes 1 abc\n$(rm -rf) 2 x\nwrites two x\n\xff\xfe 3 y\ncheckpoint 2 " + b"k" * 500 + b"\n"
+    lines = (
+        b"writes 1 abc\n$(rm -rf) 2 x\nwrites two x\nwrites \xc2\xb2 x\n\xff\xfe 3 y\ncheckpoint 2 "
+        + b"k" * 500
+        + b"\n"
+    )
     (box.gate_dir / "saves").write_bytes(lines + b"writes 9 " + b"z" * (2 * SAVES_READ))
     saves = box.saves()
     assert saves[:2] == [("writes", 1, "abc"), ("checkpoint", 2, "k" * 200)]

@@ -30,9 +30,10 @@ BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 PREFIX = "chaos-"
 OWNER = ".chaos-owner"
 # what a sandbox root may hold (and the folder of the world's database server, chaos.store.postgres)
+LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_DIR})
 SAVES_READ = 1 << 20  # bytes of a phase's ``saves`` file read
 SAVES_KEPT = 10_000  # saves of one phase kept
-LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_DIR})
+SAVE_KEY = 200  # characters of a save's key kept (its interpreter writes no more)
 
 
 @dataclass
@@ -82,8 +83,8 @@ class Sandbox:
         for line in text.splitlines()[:SAVES_KEPT]:
             kind, _, rest = line.partition(" ")
             number, _, key = rest.partition(" ")
-            if kind.isidentifier() and number.isdigit():
-                out.append((kind, int(number), key[:200]))
+            if kind.isidentifier() and number.isascii() and number.isdigit():  # ("²" is a digit to isdigit)
+                out.append((kind, int(number), key[:SAVE_KEY]))
         return out
 
     def spoil(self, how: str) -> None:
