@@ -3,11 +3,12 @@ against, and clean on the release that fixed it, the same in every run.
 
 Run: python bench/corpus.py [--runs 5] [--envs DIR] [NAME ...]
 
-Each entry is a folder of ``bench/corpus`` (``bug.toml``: the issue, the framework's package, its
-affected and fixed releases (no fixed one for a bug still open upstream), the target, the scenario, where it crashes and with which fault, and the one
-check that must fail; the target file and any app beside it). Each release runs in a virtual environment
-of its own (``DIR/PACKAGE-VERSION``, made once with this checkout installed editable and the release
-pinned, then reused): the case is run ``--runs`` times on each, side by side in one run, and the table
+Each entry is a folder of ``bench/corpus`` (``bug.toml``: the issue, the framework's package and the
+project's extra its app needs, its affected and fixed releases (no fixed one for a bug still open
+upstream), the target, the scenario, where it crashes and with which fault, and the one check that must
+fail; the target file and any app beside it). Each release runs in a virtual environment of its own
+(``DIR/PACKAGE-VERSION[-EXTRA]``, made once with this checkout installed editable and the release pinned,
+then reused): the case is run ``--runs`` times on each, side by side in one run, and the table
 says what each run found. Exit 0 when every entry is caught on its affected release, as exactly its one
 failure, and clean on its fixed one, in every run; 1 otherwise. It installs releases from the package
 index, so it runs outside ``.ci/run``; CI runs each entry's case with what the project installs
@@ -94,7 +95,7 @@ class Bug:
 def environment(envs: Path, package: str, version: str, extra: str = "") -> Path:
     """The Python of a virtual environment with this checkout (and its ``extra``) and ``package==version``
     (made once)."""
-    folder = envs / f"{package}-{version}"
+    folder = envs / (f"{package}-{version}" + (f"-{extra}" if extra else ""))  # (one checkout, one extra)
     python = folder / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
@@ -130,8 +131,9 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|")
     everything = True
     for bug in bugs:
-        releases = [("affected", bug.affected, [bug.failure]), ("fixed", bug.fixed, list[str]())]
-        for release, version, expected in releases if bug.fixed else releases[:1]:
+        releases = [("affected", bug.affected, [bug.failure])]
+        releases += [("fixed", bug.fixed, [])] if bug.fixed else []
+        for release, version, expected in releases:
             python = environment(args.envs, bug.package, version, bug.extra)
             found = [failed_checks(python, bug) for _ in range(args.runs)]
             right = sum(1 for code, failed in found if failed == expected and code == (1 if expected else 0))

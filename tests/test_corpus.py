@@ -1,6 +1,7 @@
 """The corpus of public bugs (``bench/corpus``): every entry is whole and names what chaos has, and CI runs
 each entry's case on the release the project installs, which must be clean where it is the fixed release
-or later, and show the one failure where it is the affected release of a bug still open upstream. The affected releases are installed and run by ``python bench/corpus.py``, outside CI."""
+or later, and show the one failure where it is the affected release of a bug still open upstream. The
+affected releases are installed and run by ``python bench/corpus.py``, outside CI."""
 
 from __future__ import annotations
 

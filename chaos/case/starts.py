@@ -80,7 +80,6 @@ class Starts:
         self.pool = WarmStarts()
         self.choices: dict[str, Choice] = {}
         self._trying: set[str] = set()
-        self._saves: dict[str, tuple[tuple[str, ...], ...]] = {}
         self._lock = threading.Lock()
 
     def of(self, target: Target) -> WarmStarts | None:
@@ -99,10 +98,18 @@ class Starts:
             if key in self.choices or key in self._trying:
                 return None
             self._trying.add(key)
-        warm, why = self._try(target, cold, run, scratch)
-        if not warm and store_named(target.store_spec.kind).saves:  # (said: a sweep of orders sees fewer)
-            why += "; its framework's saves are held only in a warm start: --fault overtaken holds none here"
-        choice = Choice(target.name, warm, why, saves=self._saves.pop(key, ()))
+        tried = self._try(target, cold, run, scratch)
+        if isinstance(tried, str):
+            why = tried
+            if store_named(target.store_spec.kind).saves:  # (said: a sweep of orders sees fewer)
+                why += (
+                    "; its framework's saves are held only in a warm start: --fault overtaken holds none here"
+                )
+            choice = Choice(target.name, False, why)
+        else:
+            agreed = f"a cold and a warm run of {cold.scenario.name} agreed; {self.pool.preloaded} module(s)"
+            saves = tuple(tuple(phase.seen.saves) for phase in tried.phases)
+            choice = Choice(target.name, True, f"{agreed} imported once", saves)
         with self._lock:
             self.choices[key] = choice
             self._trying.discard(key)
@@ -110,38 +117,34 @@ class Starts:
 
     def _try(
         self, target: Target, cold: Verdict, run: Callable[[WarmStarts, Path], Verdict], scratch: Path
-    ) -> tuple[bool, str]:
+    ) -> Verdict | str:
+        """The warm run of the case, where warm starts hold for ``target``; else why they do not."""
         if target.approve is not None:
-            return (False, "each phase chains the agent's command and its approve command")
+            return "each phase chains the agent's command and its approve command"
         if not target.warm:
-            return (False, "the target file says warm = false")
+            return "the target file says warm = false"
         for phase in cold.phases:
             command = command_of(phase.argv, dict(os.environ))
             if isinstance(command, str):
-                return (False, f"its {phase.name} is no Python command line a fork can run: {command}")
+                return f"its {phase.name} is no Python command line a fork can run: {command}"
         try:
             run(self.pool, scratch / "learn")
             warm = run(self.pool, scratch / "warm")
         except (UsageError, InternalError, OSError) as err:
-            return (False, f"a warm start failed: {err}")
+            return f"a warm start failed: {err}"
         failed = next((p.process.cold_because for p in warm.phases if p.process.cold_because), None)
         if failed is not None:
-            return (False, f"a warm start failed: {failed}")
+            return f"a warm start failed: {failed}"
         differs = _difference(facts_of(cold), facts_of(warm))
         if differs is not None:
-            return (False, f"a cold and a warm run of {cold.scenario.name} differ: {differs}")
+            return f"a cold and a warm run of {cold.scenario.name} differ: {differs}"
         command = command_of(cold.phases[0].argv, dict(os.environ))
         assert not isinstance(command, str)
         seen = fork_difference(self.pool, command.python, command.options, scratch / "environment")
         if seen is not None:  # what the agent did not show: the environment a fork gives it
-            return (False, f"a warm fork does not see the environment a cold start does: {seen}")
+            return f"a warm fork does not see the environment a cold start does: {seen}"
         shutil.rmtree(scratch, ignore_errors=True)
-        self._saves[target.reference] = tuple(tuple(phase.seen.saves) for phase in warm.phases)
-        return (
-            True,
-            f"a cold and a warm run of {cold.scenario.name} agreed; "
-            f"{self.pool.preloaded} module(s) imported once",
-        )
+        return warm
 
     def close(self) -> None:
         self.pool.close()

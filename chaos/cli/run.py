@@ -30,9 +30,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = api.load(args.scenario)
     crash, then = scenario.crash, scenario.then_crash
     try:
-        fault = (
-            args.fault[-1] if args.fault else None
-        )  # (named with its boundary: not every fault lands where a kill does)
+        # (a strike is built with its fault: not every fault lands where a kill does)
+        fault = args.fault[-1] if args.fault else None
         if args.kill_at is not None:
             crash = Strike(replace(args.kill_at, nth=args.nth or args.kill_at.nth), fault or "kill")
         elif args.nth is not None and crash is not None:

@@ -80,8 +80,10 @@ class HeldSave(Parked):
             return
         begun = stop.saves_begun()
         at = next((i for i, (kind, n, _) in enumerate(begun) if (kind, n) == self.held), None)
-        key = begun[at][2] if at is not None else ""
-        for kind, n, other in begun[at + 1 :] if at is not None and key else ():
+        if at is None or not begun[at][2]:  # (a save about no record this names precedes none)
+            return
+        key = begun[at][2]
+        for kind, n, other in begun[at + 1 :]:
             if kind in self.follows and other == key:
                 kind_held, n_held = self.held
                 self.out_of_order = (
@@ -103,7 +105,7 @@ class Overtaken(Fault):
     )
     places = "in-flight"
     on_stores = True
-    enables = ("effects-as-declared", "store-consistent")
+    enables = ("effects-as-declared", "store-consistent", "saved-in-order")
 
     def applies_to(self, what: str) -> str | None:
         if what not in ("effect-done", "save"):

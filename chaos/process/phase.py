@@ -164,9 +164,8 @@ class Seen:
     streams: int = 0  # answers the model server streamed during the phase
     effects: list[str] = field(default_factory=list)  # effects the ledger saw start during the phase
     strays: list[str] = field(default_factory=list)  # written beside the workspace during the phase
-    saves: list[str] = field(
-        default_factory=list
-    )  # the kinds of save its interpreter began (``chaos.store.Save``)
+    # the kinds of save its interpreter began (``chaos.store.Save``)
+    saves: list[str] = field(default_factory=list)
 
     def record(self) -> WorldRecord:
         return WorldRecord(

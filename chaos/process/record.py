@@ -41,9 +41,8 @@ class Landed:
     failed_calls: int = 0  # the store's system calls a disk fault failed (or cut short)
     failed_at: float | None = None  # when the first of them was made (epoch seconds, as the ledger's)
     overtaken: bool | None = None  # overtaken: another commit came while the call was parked (False: none)
-    out_of_order: str | None = (
-        None  # overtaken at a save: the save that began while one it must follow was held
-    )
+    # overtaken at a save: the save that began while one it must follow was held
+    out_of_order: str | None = None
     continued: bool = False  # paused at the boundary, then let go on without a crash
     waited: bool = False  # a second writer that waited for the paused one (it was let go on meanwhile)
     wrote_early: bool = False  # a second writer that changed the log before it waited

@@ -76,7 +76,7 @@ def settle(
     phase.seen.effects = _effect_starts(read_ledger(world.box.ledger))[before.effects :]
     phase.seen.strays = sorted(set(world.box.strays()) - before.strays)
     kinds = {save.kind for save in world.store.saves}  # (written in the agent's process: only those named)
-    phase.seen.saves = [kind for kind, _, _ in world.box.saves() if kind in kinds]
+    phase.seen.saves = [kind for kind, _, _ in world.box.saves() if kind in kinds] if kinds else []
     phase.process.returncode = None if phase.process.timed_out or phase.process.frozen else proc.returncode
     phase.process.outcome = (
         None if phase.process.returncode is None else world.target.outcome_of(phase.process.returncode)
@@ -351,9 +351,8 @@ def phase_steps(
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
     starts: WarmStarts | None = world.starts
     if starts is None and trigger is not None and trigger.saving:
-        starts = (
-            WarmStarts()
-        )  # a held save lives in the target's interpreter: only a start chaos makes holds it
+        # a held save lives in the target's interpreter: only a start chaos makes holds it
+        starts = WarmStarts()
         world.closers.append(starts.close)
     saves = tuple(save.request() for save in world.store.saves)
     launch = starts.launch(phase.argv, env, saves) if starts is not None else None

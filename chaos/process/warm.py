@@ -278,9 +278,8 @@ class Launch:
 
     server: Server
     command: Command
-    saves: tuple[
-        dict[str, object], ...
-    ] = ()  # the framework's calls that begin a save (``chaos.store.Save``)
+    # the framework's calls that begin a save (``chaos.store.Save``)
+    saves: tuple[dict[str, object], ...] = ()
 
     def spawn(self, cwd: Path, env: dict[str, str], out: Path, err: Path, cage: str, trace: str) -> Child:
         return self.server.spawn(self.command, cwd, env, out, err, cage, trace, self.saves)

@@ -72,8 +72,8 @@ class Summary:
     @property
     def orders(self) -> tuple[int, int]:
         """The overtaken fault's cases: the calls parked or saves held, and those overtaken meanwhile."""
-        parked = [r.start for r in self._started(paused=False) if r.start and r.start.overtaken is not None]
-        return len(parked), sum(1 for p in parked if p.overtaken)
+        kinds = self.order_kinds.values()
+        return sum(row["held"] for row in kinds), sum(row["overtaken"] for row in kinds)
 
     @property
     def order_kinds(self) -> dict[str, dict[str, int]]:
