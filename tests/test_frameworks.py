@@ -493,6 +493,32 @@ def test_an_interleaving_exploration_reports_the_orders_it_reached(tmp_path: Pat
     assert first and all(reached["langgraph-fan-out"][case] for case in first), reached
 
 
+@pydantic_ai
+def test_parallel_steps_on_dbos_are_numbered_in_the_other_order_in_recovery(tmp_path: Path) -> None:
+    """Pydantic AI begins the tool calls of one answer at once by default, each a DBOS step that takes the
+    workflow's next number as it starts. ``overtaken`` at a call (``save[kind=call]#n``) holds it as
+    Pydantic AI begins it, before its step is numbered: the other call's step takes its number and is
+    recorded, the tree is killed there, and the recovery begins the held call first, so it is numbered as
+    the other was and handed the other's output: its deploy never runs (dbos-transact-py#688, same name),
+    and the other call, numbered next, runs its deploy again after its output was durable. The sequential mode (the bundled agent) starts nothing
+    while a call is held, so the order is unreachable, and its recovery passes."""
+    two = api.load(REPO / "scenarios" / "frameworks" / "deploy-two-at-once.toml")
+    parallel = REPO / "bench" / "corpus" / "pydantic-ai-dbos-688" / "target.toml"
+    for n, target in ((2, parallel), (1, "pydantic-ai-dbos")):
+        crash = Strike(Boundary("save", {"kind": "call"}, n), "overtaken")
+        verdict = api.run(two.with_crash(crash), target, results=tmp_path / f"{n}")
+        start = verdict.evidence.start
+        assert start.landing.reached and start.landing.overtaken == (target == parallel), target
+        if target == parallel:  # (the first held: bench/corpus/pydantic-ai-dbos-688, run by test_corpus)
+            assert {c.id for c in verdict.failed} == {"effects-as-declared", "output-once"}, _problems(
+                verdict
+            )
+            assert "effect deploy never completed (at least once declared)" in _problems(verdict)
+            assert "the held call begun first in recovery" in json.dumps(verdict.result().to_json())
+        else:
+            assert verdict.ok, _problems(verdict)
+
+
 @langgraph
 def test_a_cold_sweep_says_its_frameworks_saves_are_not_held(tmp_path: Path) -> None:
     """Saves are held in a warm start only (chaos's bootstrap in the target's interpreter): a target that

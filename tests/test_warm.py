@@ -22,6 +22,7 @@ from chaos.process.warm import Command, WarmStarts, command_of
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import find_target, load_target
+from chaos.store import Save
 from chaos.world.contain import start_alone
 from tests.conftest import REPO, needs_ptrace
 
@@ -384,9 +385,8 @@ def test_a_save_the_store_names_is_counted_held_and_nothing_overtakes_it(tmp_pat
     script = tmp_path / "saving.py"
     script.write_text(SAVING.replace("$GATES", str(gates)))
     env = {**ENV, "CHAOS_GATE_DIR": str(gates), "CHAOS_GATES": "save.put#2"}
-    saves = (
-        {"call": "saver:Saver.put", "kind": "put", "key": ["configurable", "checkpoint_id"]},
-        {"call": "saver:Saver.aput", "kind": "aput", "key": ["configurable", "checkpoint_id"]},
+    saves = tuple(
+        Save(f"saver:Saver.{m}", m, ("configurable", "checkpoint_id")).request() for m in ("put", "aput")
     )
     starts = WarmStarts()
     try:
@@ -410,3 +410,73 @@ def test_a_save_the_store_names_is_counted_held_and_nothing_overtakes_it(tmp_pat
     assert begun == ["put 1 one", "put 2 two", "put 3 two", "aput 1 ", "put 4 "]  # (aput calls put)
     made = (tmp_path / "made").read_text().splitlines()
     assert made[0] == "first" and sorted(made[1:]) == ["after", "async", "held"], made
+
+
+TOOLS = """
+import time
+
+class Context:
+    def __init__(self, id):
+        self.id = id
+
+class Tools:
+    def call(self, args, ctx):  # (a tool's call: its key is an attribute of its second argument)
+        time.sleep(0.05)
+        with open("made", "a") as out:
+            out.write(ctx.id + "\\n")
+"""
+CALLING = """
+import sys, threading, time
+sys.path.insert(0, ".")
+from tools import Context, Tools
+
+calls = [threading.Thread(target=Tools().call, args=({}, Context(key))) for key in ("one", "two", "three")]
+for call in calls:
+    call.start()
+    time.sleep(0.02)
+for call in calls:
+    call.join()
+"""
+
+
+def _made(folder: Path) -> list[str]:
+    return (folder / "made").read_text().split() if (folder / "made").exists() else []
+
+
+@pytest.mark.parametrize("first", ["", "three"])
+def test_parallel_work_held_lets_the_rest_go_and_the_one_named_begins_first(
+    tmp_path: Path, first: str
+) -> None:
+    """Parallel work that takes its place as it begins (``Save.passes``: a DBOS step numbered as it starts)
+    is held alone, the rest going on; where the gate directory names one to begin first (the held one, in
+    the recovery after the crash), the rest of its kind wait until it has run. Its key is read from the
+    argument the save names, by attribute."""
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    (tmp_path / "tools.py").write_text(TOOLS)
+    script = tmp_path / "calling.py"
+    script.write_text(CALLING)
+    if first:
+        (gates / "first").write_text(f"call {first}")
+    env = {**ENV, "CHAOS_GATE_DIR": str(gates), "CHAOS_GATES": "" if first else "save.call#1"}
+    saves = (Save("tools:Tools.call", "call", ("id",), arg=1, passes=True).request(),)
+    starts = WarmStarts()
+    try:
+        launch = starts.launch([PY, str(script)], env, saves)
+        assert launch is not None
+        child = launch.spawn(tmp_path, env, tmp_path / "out", tmp_path / "err", "", "")
+        if not first:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and len(_made(tmp_path)) < 2:
+                time.sleep(0.02)
+            assert (gates / "save.call#1.waiting").exists()
+            assert sorted(_made(tmp_path)) == ["three", "two"]  # (the held call alone waits)
+            (gates / "save.call#1.release").touch()
+        assert child.wait() == 0, (tmp_path / "err").read_text()
+        child.finish()
+    finally:
+        starts.close()
+    assert (gates / "saves").read_text().splitlines() == ["call 1 one", "call 2 two", "call 3 three"]
+    made = _made(tmp_path)
+    assert made[0 if first else 2] == ("three" if first else "one"), made
+    assert (gates / "first.done").exists() == bool(first)

@@ -25,6 +25,8 @@ def landing(phase: Phase) -> str:
         order = (
             "overtaken: killed as a save it must precede began"
             if phase.landing.out_of_order
+            else "overtaken: killed at the next commit, the held call begun first in recovery"
+            if phase.landing.overtaken and phase.crash.boundary.what == "save"
             else "overtaken: killed at the next commit"
             if phase.landing.overtaken
             else "not overtaken: nothing else committed"

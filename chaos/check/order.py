@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from chaos.check.base import Check
 from chaos.cycle.evidence import Evidence
+from chaos.store import store_named
 
 NEEDS = "view"  # a framework's store, whose saves the adapter names
 CATALOG = {"saved-in-order": "no save began while a save it is promised to follow was held"}
@@ -23,6 +24,10 @@ def judge(ev: Evidence) -> list[Check]:
     if not any(p.landing.reached for p in held):
         why = "no save was held as it began" if not held else "the held save was never reached"
         return [Check.skip("saved-in-order", NAME, f"{why} (--fault overtaken at a save boundary)")]
+    promised = {kind for save in store_named(ev.target.store_spec.kind).saves for kind in save.after}
+    held = [p for p in held if p.crash is not None and p.crash.boundary.where["kind"] in promised]
+    if not held:
+        return [Check.skip("saved-in-order", NAME, "no save is promised to follow the kind held")]
     broken = [f"{p.name}: {p.landing.out_of_order}" for p in held if p.landing.out_of_order]
     return [
         Check(

@@ -124,6 +124,10 @@ class Stop(Protocol):
     def saves_begun(self) -> list[tuple[str, int, str]]:
         """The saves the target's interpreter began in the phase, in order: kind, number, key."""
 
+    def begin_first_in_recovery(self) -> None:
+        """The save held here begins before the rest of its kind when the run is recovered (parallel work
+        that takes its place in the store as it begins, ``Save.passes``: the other order)."""
+
     @property
     def declared_saves(self) -> tuple[Save, ...]:
         """Where the target's store adapter says the framework begins its saves (``chaos.store.Save``)."""

@@ -59,6 +59,19 @@ class Parked(Injection):
         return Landing(overtaken=self.overtaken)
 
 
+class HeldCall(Parked):
+    """Parallel work held as it began, before it took its place in the store (``Save.passes``: a DBOS step
+    numbered as it starts), the rest going on: killed at the store's next commit, as a parked call is; where
+    that came (the order reached), the recovery begins the held work first, so that it takes the place the
+    other's durable output holds."""
+
+    def _look(self, stop: Stop) -> None:
+        reached = self.overtaken
+        super()._look(stop)
+        if self.overtaken and not reached:
+            stop.begin_first_in_recovery()
+
+
 class HeldSave(Parked):
     """A save held as it began (every later save waits behind it in the interpreter): the tree is killed once a
     save promised to follow it (about the same record) begins, or once the wait is over with none (at once
@@ -121,6 +134,8 @@ class Overtaken(Fault):
     def stop(self, stop: Stop) -> Injection:
         # counted from the moment the call parked (the phase loop saw it later)
         held = stop.held_save()
+        if held is not None and any(s.kind == held[0] and s.passes for s in stop.declared_saves):
+            return HeldCall(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)
         if held is not None:
             return HeldSave(time.monotonic() + SAVE_WAIT, held, stop.declared_saves)
         return Parked(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)

@@ -27,6 +27,7 @@ The server stops when chaos's end of the socket pair closes (chaos is gone).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import gc
 import importlib
@@ -197,14 +198,17 @@ def _learn(path: str, own: set[str]) -> None:
 
 
 KEY = 200  # characters of a save's key kept
+FIRST_WAIT = 5.0  # seconds parallel work waits for the one chaos begins first (it may never begin)
 
 
 class _Saves:
     """The framework's calls that begin a save (a checkpointer's background writes), wrapped where their
     module is loaded: each call is counted by its kind and written to the gate directory's ``saves`` file
-    (``KIND N KEY``, the key read from its first argument: the record it writes about) before it runs, and
-    waits at its gate ``save.KIND#N`` while chaos holds it there; a save that begins while one is held
-    waits until that one goes on."""
+    (``KIND N KEY``, the key read from the argument the save names: the record it is about) before it runs,
+    and waits at its gate ``save.KIND#N`` while chaos holds it there; a save that begins while one is held
+    waits until that one goes on. Parallel work that takes its place as it begins (``passes``) is held
+    alone, the rest going on; where the gate directory's ``first`` names one (``KIND KEY``: held when the
+    last phase crashed), the others of its kind wait until it has run (or ``FIRST_WAIT``)."""
 
     def __init__(self, saves: list[dict[str, Any]], gates: str) -> None:
         self.gates, self.lock = gates, threading.Lock()
@@ -212,6 +216,11 @@ class _Saves:
         self.waiting: dict[str, list[dict[str, Any]]] = {}
         for save in saves:
             self.waiting.setdefault(save["call"].partition(":")[0], []).append(save)
+        try:
+            with open(os.path.join(gates, "first")) as first:
+                self.first = first.read().split(" ")
+        except OSError:
+            self.first = []
 
     def patch(self, module: types.ModuleType) -> None:
         for save in self.waiting.pop(module.__name__, []):
@@ -223,26 +232,27 @@ class _Saves:
             if original is not None and not getattr(original, "__chaos_save__", False):
                 setattr(owner, method, self._wrap(original, save))
 
-    def _begin(self, save: dict[str, Any], args: tuple[Any, ...]) -> str:
-        key: Any = args[0] if args else None
+    def _begin(self, save: dict[str, Any], args: tuple[Any, ...]) -> tuple[str, str]:
+        key: Any = args[save["arg"]] if len(args) > save["arg"] else None
         for step in save["key"]:
-            key = key.get(step) if isinstance(key, dict) else None
-        key = key if isinstance(key, str) else ""
+            key = key.get(step) if isinstance(key, dict) else getattr(key, step, None)
+        key = "".join(key.split())[:KEY] if isinstance(key, str) else ""
         with self.lock:
             n = self.counts[save["kind"]] = self.counts.get(save["kind"], 0) + 1
             try:  # (chaos's bookkeeping never fails the agent's save: unwritten, the save is not seen)
                 fd = os.open(os.path.join(self.gates, "saves"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
-                    os.write(fd, f"{save['kind']} {n} {''.join(key.split())[:KEY]}\n".encode())
+                    os.write(fd, f"{save['kind']} {n} {key}\n".encode())
                 finally:
                     os.close(fd)
             except OSError:
                 pass
-        return f"save.{save['kind']}#{n}"
+        return f"save.{save['kind']}#{n}", key
 
-    def _held(self, gate: str, marked: list[bool]) -> bool:
+    def _held(self, gate: str, marked: list[bool], save: dict[str, Any], key: str, since: float) -> bool:
         """Whether the save at ``gate`` waits: chaos holds it, or it began while a save chaos holds waits
-        (every later save waits behind it, so none overtakes it unseen)."""
+        (every later save waits behind it, so none overtakes it unseen), or it is parallel work begun
+        before the one chaos begins first has run."""
         path = os.path.join(self.gates, gate)
         if os.path.exists(path + ".release"):
             return False
@@ -256,11 +266,24 @@ class _Saves:
                     return False  # (the world is gone: nothing holds it)
                 marked[0] = True
             return True
+        if save["passes"]:
+            return (
+                self.first[:1] == [save["kind"]]
+                and self.first[1:] != [key]
+                and not os.path.exists(os.path.join(self.gates, "first.done"))
+                and time.monotonic() < since + FIRST_WAIT
+            )
         return any(
             os.path.exists(os.path.join(self.gates, g + ".waiting"))
             and not os.path.exists(os.path.join(self.gates, g + ".release"))
             for g in held
         )
+
+    def _ran(self, save: dict[str, Any], key: str) -> None:
+        """The save has run: where it is the one begun first, the others go on."""
+        if save["passes"] and self.first == [save["kind"], key]:
+            with contextlib.suppress(OSError):
+                open(os.path.join(self.gates, "first.done"), "w").close()
 
     def _wrap(self, original: Any, save: dict[str, Any]) -> Any:
         import functools
@@ -272,20 +295,26 @@ class _Saves:
             async def waits(this: Any, *args: Any, **kwargs: Any) -> Any:
                 import asyncio
 
-                gate, marked = self._begin(save, args), [False]
-                while self._held(gate, marked):
+                (gate, key), marked, since = self._begin(save, args), [False], time.monotonic()
+                while self._held(gate, marked, save, key, since):
                     await asyncio.sleep(0.005)
-                return await original(this, *args, **kwargs)
+                try:
+                    return await original(this, *args, **kwargs)
+                finally:
+                    self._ran(save, key)
 
             wrapper: Any = waits
         else:
 
             @functools.wraps(original)
             def blocks(this: Any, *args: Any, **kwargs: Any) -> Any:
-                gate, marked = self._begin(save, args), [False]
-                while self._held(gate, marked):
+                (gate, key), marked, since = self._begin(save, args), [False], time.monotonic()
+                while self._held(gate, marked, save, key, since):
                     time.sleep(0.005)
-                return original(this, *args, **kwargs)
+                try:
+                    return original(this, *args, **kwargs)
+                finally:
+                    self._ran(save, key)
 
             wrapper = blocks
         wrapper.__chaos_save__ = True

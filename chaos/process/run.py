@@ -351,8 +351,9 @@ def phase_steps(
     pausing = fault is not None and fault.hands_on  # ptrace cannot keep a tree stopped for another's turn
     starts: WarmStarts | None = world.starts
     if starts is None and trigger is not None and trigger.saving:
-        # a held save lives in the target's interpreter: only a start chaos makes holds it
-        starts = WarmStarts()
+        # a held save lives in the target's interpreter: only a start chaos makes holds it, and the
+        # recovery after it starts so too (the held save may be the one it begins first: Save.passes)
+        starts = world.starts = WarmStarts()
         world.closers.append(starts.close)
     saves = tuple(save.request() for save in world.store.saves)
     launch = starts.launch(phase.argv, env, saves) if starts is not None else None

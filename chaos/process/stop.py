@@ -248,6 +248,13 @@ class Stopper:
     def saves_begun(self) -> list[tuple[str, int, str]]:
         return self.world.box.saves()
 
+    def begin_first_in_recovery(self) -> None:
+        held = self.held_save()
+        assert held is not None
+        key = next((key for kind, n, key in self.saves_begun() if (kind, n) == held), "")
+        if key:
+            self.world.box.begin_first(held[0], key)
+
     @property
     def declared_saves(self) -> tuple[Save, ...]:
         return self.world.store.saves

@@ -116,13 +116,23 @@ class Save:
 
     call: str  # "module:Class.method"
     kind: str  # its name in boundaries (``save[kind=writes]#2``) and reports
-    key: tuple[str, ...] = ()  # the path to the record it writes about, in its first argument
+    key: tuple[str, ...] = ()  # the path to the record it is about (keys or attributes), in argument ``arg``
     after: tuple[str, ...] = ()  # kinds of save about the same record the framework finishes before this one
     promise: str = ""  # where the framework says so, and the bug that breaks it
+    arg: int = 0  # the positional argument (after the method's own object) the key is read from
+    # Parallel work that takes its place in the store as it begins (DBOS numbers a workflow's steps as they
+    # start): held, it lets the others go on, and the recovery after the crash begins it first
+    passes: bool = False
 
     def request(self) -> dict[str, object]:
         """What the interpreter's bootstrap is told (JSON)."""
-        return {"call": self.call, "kind": self.kind, "key": list(self.key)}
+        return {
+            "call": self.call,
+            "kind": self.kind,
+            "key": list(self.key),
+            "arg": self.arg,
+            "passes": self.passes,
+        }
 
 
 class Store(ABC):

@@ -18,7 +18,7 @@ import json
 import sqlite3
 from typing import Any
 
-from chaos.store.base import Call, Output, register
+from chaos.store.base import Call, Output, Save, register
 from chaos.store.dbos import DbosStore, Pickled, decoded
 from chaos.store.inert import Blind
 from chaos.store.postgres import ServerStore
@@ -60,9 +60,26 @@ def _answered(turn: list[Call], offset: int, tool: str, answered: set[str]) -> C
     return next((c for c in turn if c.name == tool and c.id not in answered), None)
 
 
+# Where Pydantic AI begins a tool's call (its function schema calls the tool, a ``@DBOS.step``, which takes
+# the workflow's next step number as it starts), keyed by the call's id. Its parallel modes start the calls
+# of one answer at once; DBOS hands a recovered step the output recorded under its number, so the numbers
+# must fall as they fell before the crash (dbos-transact-py#688: the same, across two steps' names).
+CALLS = (
+    Save(
+        "pydantic_ai._function_schema:FunctionSchema.call",
+        "call",
+        ("tool_call_id",),
+        arg=1,
+        passes=True,
+        promise="DBOS numbers a workflow's steps as they start and answers a recovered step with its number's output",
+    ),
+)
+
+
 class PydanticAiDbosStore(DbosStore):
     name = "pydantic-ai-dbos"
     description = "Pydantic AI's DBOS-durable agent on a SQLite system database: its recorded steps"
+    saves = CALLS
 
     def steps(self, connection: sqlite3.Connection) -> tuple[dict[str, Call], list[Output]]:
         calls: dict[str, Call] = {}

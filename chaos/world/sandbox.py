@@ -87,6 +87,11 @@ class Sandbox:
                 out.append((kind, int(number), key[:SAVE_KEY]))
         return out
 
+    def begin_first(self, kind: str, key: str) -> None:
+        """In the phases after this one, the parallel work of ``kind`` about ``key`` (a save's, as
+        ``saves`` read it) begins before the rest of its kind (``chaos.process.forkserver``)."""
+        (self.gate_dir / "first").write_text(f"{kind} {key}")
+
     def spoil(self, how: str) -> None:
         """Have the world's MCP server spoil the answer of the call it holds (``chaos.world.mcp_server``)."""
         (self.gate_dir / "spoil").write_text(how)
