@@ -14,7 +14,10 @@ behind it. Where a save the framework promises to begin only after the held one 
 same record: LangGraph's next checkpoint after a task's writes) begins meanwhile, the order is broken: the
 tree is killed there, that save not made, and the landing says which (``saved-in-order`` judges it);
 where none begins within 5 s the order is unreachable. A save no other is promised to follow is killed
-at once, held: there is no order to explore.
+at once, held: there is no order to explore. Parallel work that takes its place as it begins
+(``Save.passes``: Pydantic AI's tool call, whose DBOS step is numbered as it starts) is held alone, the
+rest going on, and killed at the store's next commit, as a parked call is; the recovery then begins it
+first, so the numbers fall in the other order (a recovered step is handed its number's output).
 
 Sweeping it (``--fault overtaken``) explores, for each call of a parallel answer, the order in which it
 finishes last, and for each save, the saves that can overtake it; the summary counts the orders it

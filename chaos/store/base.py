@@ -110,9 +110,11 @@ class View:
 @dataclass(frozen=True)
 class Save:
     """A call in the agent's interpreter where the framework begins a save off its main line (a
-    checkpointer's write, run by a background thread): chaos can hold a thread there and see which saves
-    begin meanwhile (``chaos.process.forkserver``: it wraps the call where its module is loaded). Only a
-    start chaos makes itself can be held (a warm start: chaos's bootstrap runs the target's Python)."""
+    checkpointer's write, run by a background thread), or parallel work that takes its place in the store
+    as it begins (``passes``: a tool's DBOS step, numbered as it starts): chaos can hold a thread there and
+    see which saves begin meanwhile (``chaos.process.forkserver``: it wraps the call where its module is
+    loaded). Only a start chaos makes itself can be held (a warm start: chaos's bootstrap runs the target's
+    Python)."""
 
     call: str  # "module:Class.method"
     kind: str  # its name in boundaries (``save[kind=writes]#2``) and reports
