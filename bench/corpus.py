@@ -5,8 +5,9 @@ Run: python bench/corpus.py [--runs 5] [--envs DIR] [NAME ...]
 
 Each entry is a folder of ``bench/corpus`` (``bug.toml``: the issue, the framework's package and the
 project's extra its app needs, its affected and fixed releases (no fixed one for a bug still open
-upstream), the target, the scenario, where it crashes and with which fault, and the one check that must
-fail; the target file and any app beside it). Each release runs in a virtual environment of its own
+upstream), the target, the scenario, where it crashes and with which fault (and where its recovery
+crashes, with which: a bug of recovering), and its one distinct failure, the check that fails first (a
+hung recovery also fails the checks of a run that never ended); the target file and any app beside it). Each release runs in a virtual environment of its own
 (``DIR/PACKAGE-VERSION[-EXTRA]``, made once with this checkout installed editable and the release pinned,
 then reused): the case is run ``--runs`` times on each, side by side in one run, and the table
 says what each run found. Exit 0 when every entry is caught on its affected release, as exactly its one
@@ -40,10 +41,13 @@ KEYS = (
     "scenario",
     "crash",
     "fault",
+    "then_crash",
+    "then_fault",
     "failure",
 )
-# a bug still open upstream has no fixed release; the project's extra its app needs beside the package
-OPTIONAL = {"fixed": "", "extra": ""}
+# a bug still open upstream has no fixed release; the project's extra its app needs beside the package;
+# a crash of the recovery, and its fault, where the bug is one of recovering
+OPTIONAL = {"fixed": "", "extra": "", "then_crash": "", "then_fault": ""}
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,9 @@ class Bug:
     scenario: str
     crash: str
     fault: str
-    failure: str
+    then_crash: str  # "" where the recovery is not crashed
+    then_fault: str
+    failure: str  # the one distinct failure: the case's first failing check (its failure key)
 
     @classmethod
     def load(cls, folder: Path) -> Bug:
@@ -87,6 +93,11 @@ class Bug:
             self.crash,
             "--fault",
             self.fault,
+            *(
+                ["--then-kill-at", self.then_crash, "--then-fault", self.then_fault]
+                if self.then_crash
+                else []
+            ),
             "--results",
             str(results),
         ]
@@ -108,7 +119,8 @@ def environment(envs: Path, package: str, version: str, extra: str = "") -> Path
 
 
 def failed_checks(python: Path, bug: Bug) -> tuple[int, list[str]]:
-    """One run of the bug's case: chaos's exit status and the checks that failed."""
+    """One run of the bug's case: chaos's exit status and the checks that failed, in the order they are
+    reported (causes first: the first is the case's failure key, its one distinct failure)."""
     with tempfile.TemporaryDirectory(prefix="chaos-corpus-") as tmp:
         results = Path(tmp) / "case"
         done = subprocess.run(bug.argv(python, results), capture_output=True, text=True, timeout=900)
@@ -116,7 +128,15 @@ def failed_checks(python: Path, bug: Bug) -> tuple[int, list[str]]:
         if not verdict.exists():
             return done.returncode, [f"no verdict: {done.stderr.strip()[-200:]}"]
         checks = json.loads(verdict.read_text())["checks"]
-        return done.returncode, sorted({c["id"] for c in checks if c.get("judged", True) and not c["ok"]})
+        failed = [c["id"] for c in checks if c.get("judged", True) and not c["ok"]]
+        return done.returncode, list(dict.fromkeys(failed))
+
+
+def _found(failed: list[str]) -> str:
+    """What one run found: its failure, and the checks its consequences failed too."""
+    if not failed:
+        return "clean"
+    return failed[0] + (f" (its consequences: {', '.join(failed[1:])})" if failed[1:] else "")
 
 
 def main(argv: list[str]) -> int:
@@ -136,8 +156,10 @@ def main(argv: list[str]) -> int:
         for release, version, expected in releases:
             python = environment(args.envs, bug.package, version, bug.extra)
             found = [failed_checks(python, bug) for _ in range(args.runs)]
-            right = sum(1 for code, failed in found if failed == expected and code == (1 if expected else 0))
-            seen = sorted({", ".join(failed) or "clean" for _, failed in found})
+            right = sum(
+                1 for code, failed in found if failed[:1] == expected and code == (1 if expected else 0)
+            )
+            seen = sorted({_found(failed) for _, failed in found})
             everything &= right == args.runs
             print(
                 f"| {bug.name} ({bug.issue}) | {bug.package} {version} ({release}) | {args.runs} | "

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow  # starts agent processes (-m 'not slow' leaves it
 
 BASE = "prompt = 'x'\n\n[[turns]]\ntext = 'hi'\n"
 SECTION8 = str(REPO / "scenarios" / "section8-read-replay.toml")
+FRAMEWORK = str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
 REFERENCE = (REPO / "targets" / "reference.toml").read_text()
 FRAMEWORK = str(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
 LANGGRAPH = (REPO / "targets" / "langgraph.toml").read_text()
@@ -315,6 +316,22 @@ ROWS = [
         None,
         None,
         ["session-log store names no save of kind 'writes'"],
+    ),
+    (
+        # a statement inside an open transaction is seen on a database server's wire only, and only a fault
+        # of that server's loses the transaction there (a kill leaves the state of the commit before it)
+        "write-on-a-store-on-no-server",
+        ["run", FRAMEWORK, "--target", "langgraph", "--kill-at", "write#1", "--fault", "postgres-crash"],
+        None,
+        None,
+        ["write#1", "the langgraph store is no store on a server"],
+    ),
+    (
+        "kill-inside-an-open-transaction",
+        ["run", FRAMEWORK, "--target", "dbos-postgres", "--kill-at", "write#1"],
+        None,
+        None,
+        ["kill does not land inside an open transaction", "postgres-crash and connection-lost do"],
     ),
     (
         "position-in-an-inline-table",

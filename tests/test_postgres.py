@@ -77,8 +77,8 @@ ROW = _message("D", b"\0\1\0\0\0\1x")
 
 
 BEGIN = [_complete("BEGIN"), _ready("T")]
-STREAMS = {
-    "autocommit write": ([_complete("INSERT 0 1"), _ready("I")], 1),
+STREAMS = {  # the stream, its commits, and its writes answered inside a transaction still open
+    "autocommit write": ([_complete("INSERT 0 1"), _ready("I")], 1, 0),
     "transaction of two writes": (
         [
             *BEGIN,
@@ -90,25 +90,31 @@ STREAMS = {
             _ready("I"),
         ],
         1,
+        2,
     ),
     "transaction that only read": (
         [*BEGIN, ROW, _complete("SELECT 1"), _ready("T"), _complete("COMMIT"), _ready("I")],
         0,
+        0,
     ),
-    "rolled back": ([*BEGIN, _complete("INSERT 0 1"), _ready("T"), _complete("ROLLBACK"), _ready("I")], 0),
-    "failed": ([_complete("INSERT 0 1"), _ready("E"), _complete("ROLLBACK"), _ready("I")], 0),
+    "rolled back": ([*BEGIN, _complete("INSERT 0 1"), _ready("T"), _complete("ROLLBACK"), _ready("I")], 0, 1),
+    "failed": ([_complete("INSERT 0 1"), _ready("E"), _complete("ROLLBACK"), _ready("I")], 0, 0),
     "two statements of DDL": (
         [_complete("CREATE TABLE"), _ready("I"), _complete("CREATE INDEX"), _ready("I")],
         2,
+        0,
     ),
 }
 
 
 @pytest.mark.parametrize("name", list(STREAMS))
 def test_the_relay_counts_the_transactions_that_wrote_and_committed(name: str) -> None:
-    stream, commits = STREAMS[name]
+    """And each write answered inside a transaction still open (a ``write`` boundary: the transaction
+    lost there is never committed), its ReadyForQuery a piece of its own, held as a commit's answer is."""
+    stream, commits, writes = STREAMS[name]
     pieces = Commits().feed(b"".join(stream))
     assert sum(p.commit for p in pieces) == commits
+    assert [p.data for p in pieces if p.write] == [_ready("T")] * writes
     assert b"".join(p.data for p in pieces) == b"".join(stream)  # nothing lost, nothing reordered
 
 

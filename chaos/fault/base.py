@@ -305,6 +305,11 @@ class Fault:
         """Why this fault cannot land at a boundary of kind ``what``, or None when it can."""
         if what == "save":
             return f"{self.name} does not land where a save begins (overtaken holds a save)"
+        if what == "write" and not self.mid_transaction:
+            return (
+                f"{self.name} does not land inside an open transaction (a crash there leaves the state of the "
+                "commit before it); postgres-crash and connection-lost do: the transaction is lost"
+            )
         in_flight = what in IN_FLIGHT
         if self.places == "durable" and in_flight:
             return f"{self.name} lands at a durable boundary (a committed fact), not at {what}"
@@ -314,6 +319,8 @@ class Fault:
             return f"{self.name} lands at a model-request boundary, not at {what}"
         return None
 
+    # lands inside a transaction a server store has open (``write``: the server loses it, uncommitted)
+    mid_transaction: ClassVar[bool] = False
     on_stores: ClassVar[bool] = False  # lands on a framework agent's store too (``chaos.store``)
     on_server_stores: ClassVar[bool] = True  # ... and on one on a database server (it fails no call here)
 

@@ -28,6 +28,7 @@ class ServerStoreFault(Fault):
 
     places = "durable"
     on_stores = True
+    mid_transaction = True  # at a write inside an open transaction: that transaction is lost, uncommitted
     crashes = False
     enables = ("inputs-once", "effects-as-declared")
     matrix = "each-write"  # at the first commit of each kind a phase makes (a commit, a call made durable)

@@ -53,6 +53,7 @@ class Commits:
     found: dict[str, bytes] = field(default_factory=dict)  # the store's files when the phase began
     made: list[float] = field(default_factory=list)  # when each commit of the phase completed (epoch s)
     begun: int = 0  # commits begun (a commit frame's header written, a journal's end asked for)
+    writes: int = 0  # a server store's statements that wrote, answered inside a transaction still open
     at_ledger: list[list[str]] = field(default_factory=list)  # durable call ids at each ledger write
     # pid -> the commit its trapped call completes when it returns: "header" (a WAL commit frame's header
     # written: its page comes next), "page" | "line" (made when the write returns bytes), "ended" (the
@@ -118,6 +119,10 @@ class Commits:
         """Commits completed by ``moment`` (epoch seconds)."""
         return sum(1 for t in self.made if t <= moment)
 
+    def write_over_wire(self) -> None:
+        """A statement of a server store wrote, its answer held at the relay, its transaction still open."""
+        self.writes += 1
+
     def over_wire(self) -> None:
         """A commit of a server store, its answer held at the relay (``chaos.world.pgwire``): made then."""
         self.begun += 1
@@ -159,7 +164,7 @@ class Commits:
 
     def record(self, kept: Kept, traced: bool) -> None:
         if traced:
-            kept.calls_at_ledger, kept.commits = self.at_ledger, self.count
+            kept.calls_at_ledger, kept.commits, kept.writes = self.at_ledger, self.count, self.writes
 
     def _snapshot(self) -> dict[str, bytes]:
         return self.store.snapshot(self.workspace, self.path, self.state)

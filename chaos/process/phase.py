@@ -98,6 +98,7 @@ class Kept:
     view_before: View | None = None
     view_after: View | None = None
     commits: int | None = None
+    writes: int = 0  # a server store's statements that wrote inside a transaction still open (the relay)
     calls_at_ledger: list[list[str]] | None = None
     # A crashed phase: the digest of everything the next phase can read (``chaos.process.state``)
     state: str | None = None
@@ -138,6 +139,7 @@ class Kept:
             store_before=None if self.view_before is None else self.view_before.items,
             store_after=None if self.view_after is None else self.view_after.items,
             commits=self.commits,
+            writes=self.writes,
             state=self.state,
         )
 
@@ -152,6 +154,7 @@ class Kept:
             synced_at_ledger=record.synced_at_ledger,
             ledger_before=record.ledger_before,
             commits=record.commits,
+            writes=record.writes,
             state=record.state,
         )
 

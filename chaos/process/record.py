@@ -64,6 +64,7 @@ class StoreRecord:
     store_before: int | None = None  # items the store's view held before and after
     store_after: int | None = None
     commits: int | None = None  # the store's commits the tracer saw complete (None: not traced)
+    writes: int = 0  # a server store's statements that wrote inside a transaction still open (the relay)
     state: str | None = None  # a crashed phase: the digest of what the next one reads (chaos.process.state)
 
 

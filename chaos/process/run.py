@@ -260,6 +260,7 @@ def _prepare(world: World, phase: Phase, pause: Decide | None) -> _Armed:
     stopper = Stopper(world, trigger, crash, signal.Signals[abort], pause, model, phase.kept.view_before)
     if world.relay is not None and commits is not None:
         world.relay.on_commit = stopper.at_wire_commit  # a server store's commits, seen on the wire
+        world.relay.on_write = stopper.at_wire_write  # and its writes inside an open transaction
     if fault is not None and trigger is not None:
         fault.arm(_Arming(world, trigger, stopper))
     return _Armed(fault, trigger, model, stopper, traps, at_commit, before)
@@ -396,7 +397,7 @@ def phase_steps(
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         stopper.release()
         if world.relay is not None:
-            world.relay.on_commit = None
+            world.relay.on_commit = world.relay.on_write = None
             stopper.settle()
         world.durable_limit = None
         if handed_on:

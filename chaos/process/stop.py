@@ -312,7 +312,7 @@ class Stopper:
         if self.injection is not None:
             self.injection.committed(self)
         boundary = self.at_commit
-        if boundary is None or self.stopped:
+        if boundary is None or self.stopped or boundary.what == "write":
             return
         if boundary.what != "commit":
             self.views.append(self.commits.view())
@@ -329,6 +329,18 @@ class Stopper:
             self.commits.over_wire()
             time.sleep(self.commits.delay + (self.injection.hold() if self.injection is not None else 0.0))
             self._committed()
+            return not self.killed
+
+    def at_wire_write(self) -> bool:
+        """The world's relay holds the answer to a statement that wrote inside a transaction still open (a
+        server store; not committed): the boundary where it is the one a ``write`` boundary names. Whether
+        the answer may go on."""
+        assert self.commits is not None
+        with self._wire:
+            self.commits.write_over_wire()
+            boundary = self.at_commit
+            if boundary is not None and boundary.what == "write" and boundary.nth == self.commits.writes:
+                self.fire()
             return not self.killed
 
     def settle(self) -> None:

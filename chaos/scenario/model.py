@@ -25,8 +25,9 @@ from chaos.fault import IN_FLIGHT, Fault
 from chaos.fault import fault as fault_named
 
 # Boundaries in a framework's store (chaos.store): the n-th commit of a phase, the commit that makes
-# the n-th tool call durable, the commit that makes the n-th output durable ([tool=NAME] narrows both).
-STORE_KINDS = ("commit", "call-durable", "output-durable")
+# the n-th tool call durable, the commit that makes the n-th output durable ([tool=NAME] narrows both);
+# on a database server, the n-th statement that wrote inside a transaction still open (not committed).
+STORE_KINDS = ("commit", "call-durable", "output-durable", "write")
 KINDS = ("header", "any", *RECORDS, *ENTRIES, "usage", *IN_FLIGHT, *STORE_KINDS)
 OUTCOMES = ("completed", "blocked", "failed", "aborted")
 BLOCKED_REASONS = (
@@ -100,7 +101,7 @@ class Boundary:
                 raise ValueError("save needs exactly the filter [kind=NAME], e.g. save[kind=writes]")
             return
         if self.what in STORE_KINDS:
-            filters = set() if self.what == "commit" else {"tool"}
+            filters = set() if self.what in ("commit", "write") else {"tool"}
             if set(self.where) - filters or not all(isinstance(v, str) for v in self.where.values()):
                 raise ValueError(
                     f"{self.what} takes no filter" if not filters else f"{self.what} takes only [tool=NAME]"

@@ -534,6 +534,11 @@ def store_mismatch(scenario: Scenario, target: Target, paused: bool = False) -> 
                 f"{target.store_spec.kind} store; crash it at commit, call-durable[tool=NAME], "
                 "output-durable[tool=NAME], model-request, effect-running[effect=NAME] or effect-done[effect=NAME]"
             )
+        if boundary.what == "write" and store_named(target.store_spec.kind).commit != "wire":
+            return (
+                f"{boundary} is a statement inside a transaction a database server holds open, and the "
+                f"{target.store_spec.kind} store is no store on a server (crash it at commit#n)"
+            )
         kinds = sorted({save.kind for save in store_named(target.store_spec.kind).saves})
         if boundary.what == "save" and boundary.where["kind"] not in kinds:
             return (

@@ -21,6 +21,7 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
     (and each save its framework began)."""
     if phase.kept.view_after is not None:
         boundaries = [Boundary("commit", nth=k) for k in range(1, (phase.kept.commits or 0) + 1)]
+        boundaries += [Boundary("write", nth=k) for k in range(1, phase.kept.writes + 1)]  # (on a server)
     else:
         committed = reduced(phase.kept.log_after).repaired_length
         start = phase.kept.committed_before

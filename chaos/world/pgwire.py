@@ -73,6 +73,7 @@ class Piece:
 
     data: bytes
     commit: bool = False
+    write: bool = False  # they tell it a statement wrote, its transaction still open (not committed)
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Commits:
     _held: bytearray = field(default_factory=bytearray)
     _passing: int = 0  # bytes still to come of a message passed on as it comes
     wrote: bool = False  # the open transaction (or the statement running outside one) wrote
+    statement_wrote: bool = False  # the statements since the last ReadyForQuery wrote
 
     def feed(self, data: bytes) -> list[Piece]:
         """The pieces ``data`` completes, in order; a partial message the relay reads waits for the rest,
@@ -116,7 +118,7 @@ class Commits:
                 tag = body.rstrip(b"\0").decode("ascii", "replace")
                 word = tag.split(" ", 1)[0]
                 if word in WRITES:
-                    self.wrote = True
+                    self.wrote = self.statement_wrote = True
                 elif tag == "ROLLBACK":
                     self.wrote = False
                 elif tag == "COMMIT" and self.wrote:
@@ -129,12 +131,21 @@ class Commits:
                         passing.clear()
                     out.append(Piece(bytes(self._held) + message, commit=True))
                     self._held.clear()
-                    self.wrote = False
+                    self.wrote = self.statement_wrote = False
                     continue
                 self._held += message
                 continue
             if kind == ord("Z") and body[:1] == b"E":
                 self.wrote = False  # a failed transaction ends in a rollback, whatever the client says
+            if kind == ord("Z") and body[:1] == b"T" and self.statement_wrote:
+                self.statement_wrote = False  # a write answered inside an open transaction: held too
+                if passing:
+                    out.append(Piece(bytes(passing)))
+                    passing.clear()
+                out.append(Piece(message, write=True))
+                continue
+            if kind == ord("Z"):
+                self.statement_wrote = False
             passing += message
             if kind in WAITS:
                 out.append(Piece(bytes(passing)))
@@ -176,13 +187,15 @@ class Relay:
 
     ``on_commit`` (set per phase) is called in the relay's thread each time a connection's transaction
     that wrote has committed, before the client hears of it; it returns whether the answer may go on (no:
-    the agent was killed there). ``commits`` counts them all."""
+    the agent was killed there). ``commits`` counts them all. ``on_write`` and ``writes`` are the same for
+    each statement that wrote inside a transaction still open (its answer held: not committed yet)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.on_commit: Callable[[], bool] | None = None
-        self.commits = 0
+        self.on_write: Callable[[], bool] | None = None
+        self.commits = self.writes = 0
         self.fault: Exception | None = None  # chaos's own hook failed at a commit (raised after the phase)
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
@@ -247,10 +260,11 @@ class Relay:
         commits = Commits()
         while data := server.recv(65536):
             for piece in commits.feed(data):
-                if piece.commit:
+                if piece.commit or piece.write:
                     with self._lock:
-                        self.commits += 1
-                    hook = self.on_commit
+                        self.commits += piece.commit
+                        self.writes += piece.write
+                    hook = self.on_commit if piece.commit else self.on_write
                     try:
                         goes_on = hook is None or hook()
                     except Exception as err:  # chaos's own: never taken for a connection the world cut
