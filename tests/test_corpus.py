@@ -70,6 +70,10 @@ def test_the_installed_release_of_each_entry_is_what_its_entry_says(bug: object,
     case = api.load(bug.scenario).with_crash(crash, then)
     verdict = api.run(case, bug.folder / bug.target, results=tmp_path)
     assert verdict.evidence.start.landing.reached, verdict.result().to_json()
+    if then is not None:  # (the recovery's crash too, at the moment its entry names)
+        assert verdict.phases[1].landing.reached and verdict.phases[1].landing.exact, (
+            verdict.result().to_json()
+        )
     if open_here:  # (its one distinct failure: the first failing check, as reported)
         assert [c.id for c in verdict.failed][:1] == [bug.failure], [c.text() for c in verdict.failed]
     else:
