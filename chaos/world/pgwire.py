@@ -237,6 +237,9 @@ class Relay:
         try:
             if not self._track(client, server):
                 return
+            # each held answer goes on as its own small send once decided: without this, the kernel holds
+            # it until the client acknowledges the last one (Nagle's rule against its delayed ACK, ~40 ms)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             startup = _startup(client)
             server.connect(self.upstream)
             server.sendall(startup)
