@@ -234,8 +234,11 @@ class _Saves:
 
     def _begin(self, save: dict[str, Any], args: tuple[Any, ...]) -> tuple[str, str]:
         key: Any = args[save["arg"]] if len(args) > save["arg"] else None
-        for step in save["key"]:
-            key = key.get(step) if isinstance(key, dict) else getattr(key, step, None)
+        try:  # (an attribute of the agent's own may be a property that raises: then no key)
+            for step in save["key"]:
+                key = key.get(step) if isinstance(key, dict) else getattr(key, step, None)
+        except Exception:
+            key = None
         key = "".join(key.split())[:KEY] if isinstance(key, str) else ""
         with self.lock:
             n = self.counts[save["kind"]] = self.counts.get(save["kind"], 0) + 1
