@@ -135,17 +135,16 @@ class Commits:
                     continue
                 self._held += message
                 continue
-            if kind == ord("Z") and body[:1] == b"E":
-                self.wrote = False  # a failed transaction ends in a rollback, whatever the client says
-            if kind == ord("Z") and body[:1] == b"T" and self.statement_wrote:
-                self.statement_wrote = False  # a write answered inside an open transaction: held too
-                if passing:
-                    out.append(Piece(bytes(passing)))
-                    passing.clear()
-                out.append(Piece(message, write=True))
-                continue
             if kind == ord("Z"):
-                self.statement_wrote = False
+                state, wrote_here, self.statement_wrote = body[:1], self.statement_wrote, False
+                if state == b"E":
+                    self.wrote = False  # a failed transaction ends in a rollback, whatever the client says
+                if state == b"T" and wrote_here:  # a write answered inside an open transaction: held too
+                    if passing:
+                        out.append(Piece(bytes(passing)))
+                        passing.clear()
+                    out.append(Piece(message, write=True))
+                    continue
             passing += message
             if kind in WAITS:
                 out.append(Piece(bytes(passing)))
@@ -187,15 +186,15 @@ class Relay:
 
     ``on_commit`` (set per phase) is called in the relay's thread each time a connection's transaction
     that wrote has committed, before the client hears of it; it returns whether the answer may go on (no:
-    the agent was killed there). ``commits`` counts them all. ``on_write`` and ``writes`` are the same for
-    each statement that wrote inside a transaction still open (its answer held: not committed yet)."""
+    the agent was killed there). ``commits`` counts them all. ``on_write`` is the same for each statement
+    that wrote inside a transaction still open (its answer held: not committed yet)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.on_commit: Callable[[], bool] | None = None
         self.on_write: Callable[[], bool] | None = None
-        self.commits = self.writes = 0
+        self.commits = 0
         self.fault: Exception | None = None  # chaos's own hook failed at a commit (raised after the phase)
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
@@ -266,7 +265,6 @@ class Relay:
                 if piece.commit or piece.write:
                     with self._lock:
                         self.commits += piece.commit
-                        self.writes += piece.write
                     hook = self.on_commit if piece.commit else self.on_write
                     try:
                         goes_on = hook is None or hook()
