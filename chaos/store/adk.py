@@ -1,0 +1,73 @@
+"""Google ADK's session database as a store: every event of a session, in the order it was appended.
+
+ADK's ``DatabaseSessionService`` (SQLAlchemy; SQLite in SQLite's default rollback journal, so a commit is
+the journal's deletion) and its ``SqliteSessionService`` both append each event the runner yields to the
+table ``events`` as JSON (``event_data``: the ``Event`` as pydantic dumps it), in the transaction that
+makes it durable: the user's message, the model's answer with its function calls, each function
+response (one event per answered call, or one for the calls run together), the final answer. A call is
+durable once an event holds it, its output once a function response answers it by the call's id. A
+resumable app (``ResumabilityConfig``) resumes an invocation from its last event and runs a call without
+a response again: ADK documents at least once. Read with the standard library (the rows are JSON): ADK
+need not be installed to read its store; a row's ``actions`` (older schemas pickle them) are never read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from chaos.store.base import Call, Output, View, register
+from chaos.store.inert import json_value
+from chaos.store.sqlite import SqliteStore, rows
+
+
+def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
+    content = event.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [part for part in parts or [] if isinstance(part, dict)]
+
+
+def _field(part: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A part's function call or response (pydantic dumps them snake_case; ADK's own JSON may be camel)."""
+    found = part.get(name, part.get(name.replace("_c", "C").replace("_r", "R")))
+    return found if isinstance(found, dict) else None
+
+
+class AdkSessionStore(SqliteStore):
+    name = "google-adk"
+    description = "Google ADK's session database (DatabaseSessionService or SqliteSessionService): its events"
+    marker = "events"
+
+    def from_database(self, connection: sqlite3.Connection) -> View:
+        count = rows(connection)
+        data = [r[0] for r in connection.execute("SELECT event_data FROM events ORDER BY timestamp, rowid")]
+        calls: list[Call] = []
+        outputs: list[Output] = []
+        inputs: list[str] = []
+        final = None
+        for number, raw in enumerate(data, 1):
+            event = json_value(raw, f"event {number}")
+            if not isinstance(event, dict):  # ADK's own reader would fail on it: a finding
+                raise ValueError(f"event {number} is a JSON {type(event).__name__}, not an object")
+            texts = []
+            for part in _parts(event):
+                if (call := _field(part, "function_call")) is not None:
+                    arguments = json.dumps(call.get("args") or {}, sort_keys=True)
+                    calls.append(Call(str(call.get("id")), str(call.get("name")), arguments))
+                elif (answer := _field(part, "function_response")) is not None:
+                    response = json.dumps(answer.get("response"), sort_keys=True)
+                    outputs.append(Output(str(answer.get("id")), response))
+                elif isinstance(part.get("text"), str) and not part.get("thought"):
+                    texts.append(part["text"])
+            if event.get("author") == "user":
+                inputs += ["".join(texts)] if texts else []
+                final = None
+            elif any(_field(p, "function_call") or _field(p, "function_response") for p in _parts(event)):
+                final = None
+            elif texts and not event.get("partial"):
+                final = "".join(texts)
+        return View(tuple(calls), tuple(outputs), final, count, started=bool(data), inputs=tuple(inputs))
+
+
+ADK = register(AdkSessionStore())
