@@ -97,6 +97,43 @@ def test_the_agents_sdk_adapter_reads_a_session_table(tmp_path: Path) -> None:
         assert store.read(files).waiting == waiting, (state, sorted(files))
 
 
+def _adk_db(path: Path, events: list[object], columns: str = "event_data TEXT") -> dict[str, bytes]:
+    """An ADK session database as its session services write it: one row an event, JSON."""
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"CREATE TABLE events (id TEXT, invocation_id TEXT, timestamp REAL, {columns})")
+        for n, event in enumerate(events):
+            connection.execute("INSERT INTO events VALUES (?, 'e-1', ?, ?)", (str(n), n, json.dumps(event)))
+    return {path.name: path.read_bytes()}
+
+
+def test_the_adk_adapter_reads_events_and_refuses_what_adk_could_not_read(tmp_path: Path) -> None:
+    """Google ADK's events (pydantic's JSON): the user's message, the model's calls, their responses by
+    call id, the final text; an error event ends no run. A row that is not an object is a finding; the
+    legacy schema (no ``event_data``: a column per field, actions pickled) is not read: chaos says so."""
+    call = {"function_call": {"id": "c1", "name": "deploy", "args": {"service": "web"}}}
+    answer = {"function_response": {"id": "c1", "name": "deploy", "response": {"result": "deployed web"}}}
+    events = [
+        {"author": "user", "content": {"role": "user", "parts": [{"text": "Deploy web."}]}},
+        {"author": "deployer", "content": {"role": "model", "parts": [call]}},
+        {"author": "deployer", "content": {"role": "user", "parts": [answer]}},
+        {"author": "deployer", "error_code": "APIConnectionError"},
+    ]
+    adk = store_named("google-adk")
+    view = adk.read(_adk_db(tmp_path / "a.db", events))
+    assert view.calls == (Call("c1", "deploy", '{"service": "web"}'),) and view.started
+    assert view.outputs == (Output("c1", '{"result": "deployed web"}'),)
+    assert view.inputs == ("Deploy web.",) and view.final is None and not view.orphan_calls()
+    final = {"author": "deployer", "content": {"role": "model", "parts": [{"text": "Deployed web."}]}}
+    assert adk.read(_adk_db(tmp_path / "b.db", [*events, final])).final == "Deployed web."
+    assert "not an object" in str(adk.read(_adk_db(tmp_path / "c.db", [*events, [1]])).unreadable)
+    deep: object = "x"
+    for _ in range(500):
+        deep = [deep]
+    assert "deep" in str(adk.read(_adk_db(tmp_path / "e.db", [{"content": deep}])).blind)
+    legacy = _adk_db(tmp_path / "d.db", [], columns="content TEXT, actions BLOB")
+    assert "legacy" in str(adk.read(legacy).blind)
+
+
 def _dbos_db(
     path: Path,
     steps: list[tuple[str, str]],
@@ -237,9 +274,8 @@ def test_the_pydantic_ai_dbos_adapter_reads_model_responses_without_importing_a_
 
 def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
     store_named("session-log")
-    assert {"session-log", "langgraph", "openai-agents", "dbos", "pydantic-ai-dbos", "test-jsonl"} <= set(
-        STORES
-    )
+    bundled = {"session-log", "langgraph", "openai-agents", "dbos", "pydantic-ai-dbos", "google-adk"}
+    assert bundled | {"test-jsonl"} <= set(STORES)
 
 
 def test_the_cycle_imports_no_adapter() -> None:

@@ -40,6 +40,9 @@ class AdkSessionStore(SqliteStore):
     marker = "events"
 
     def from_database(self, connection: sqlite3.Connection) -> View:
+        columns = {str(r[1]) for r in connection.execute("PRAGMA table_info(events)")}
+        if "event_data" not in columns:  # ADK's legacy schema: a column per field, actions pickled
+            return View(blind="the events table has no event_data column (ADK's legacy v0 schema, not read)")
         count = rows(connection)
         data = [r[0] for r in connection.execute("SELECT event_data FROM events ORDER BY timestamp, rowid")]
         calls: list[Call] = []
