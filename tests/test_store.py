@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chaos import api
+from chaos.case.verdict import Verdict
 from chaos.errors import SpecError
 from chaos.scenario.model import Boundary, Strike
 from chaos.store import STORES, Call, Output, View, store_named
@@ -23,6 +24,11 @@ from tests.conftest import MINED, REPO, needs_ptrace
 
 SCENARIO = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
 STORE_AGENT = REPO / "tests" / "targets" / "store-agent.toml"
+FILES_AGENT = REPO / "tests" / "targets" / "store-agent-files.toml"
+
+
+def _causes(verdict: Verdict) -> list[str]:
+    return [c.cause for c in verdict.failed]
 
 
 def test_view_tells_orphans_and_duplicates() -> None:
@@ -334,6 +340,31 @@ def test_the_session_log_is_the_first_adapter(tmp_path: Path) -> None:
         and start.kept.view_after.calls
         and not start.kept.view_after.outputs
     )
+
+
+@pytest.mark.slow
+@needs_ptrace
+def test_a_store_written_whole_commits_at_each_rename_and_a_power_cut_keeps_what_was_synced(
+    tmp_path: Path,
+) -> None:
+    """A store of files written whole (a temporary file renamed over the name, as an atomic checkpoint is):
+    each rename is a commit the tracer stops at exactly, a kill sweep passes, and so does a power cut where
+    the file and then its directory were synced. Renamed with no sync, the name is not durable until its
+    directory is synced: a power cut takes the run back to nothing, and the deploy that began meanwhile is
+    caught having begun before its call was durable."""
+    done = api.sweep([SCENARIO], FILES_AGENT, results=tmp_path / "sweep", faults=("kill",), jobs=2)
+    assert done.summary.findings == [] and done.summary.results
+    assert all(r.exact for r in done.summary.results if r.start is not None and r.start.reached)
+    assert sum(1 for r in done.summary.results if r.case.startswith("deploy-one-service @ commit#")) == 4
+    crash = Strike(Boundary("commit", nth=3), fault_name="power-loss")
+    scenario = api.load(SCENARIO).with_crash(crash)
+    verdict = api.run(scenario, FILES_AGENT, results=tmp_path / "synced")
+    assert verdict.ok and verdict.evidence.start.landing.exact, _causes(verdict)
+    bug = {"STORE_AGENT_BUG": "unsynced-rename"}
+    verdict = api.run(scenario, FILES_AGENT, results=tmp_path / "unsynced", target_env=bug)
+    assert "effect deploy ran before its tool call was durable in the store" in _causes(verdict)
+    killed = api.run(scenario.with_crash(Strike(Boundary("commit", nth=3))), FILES_AGENT, target_env=bug)
+    assert killed.ok, _causes(killed)  # (a kill keeps what the kernel has: the rename stands)
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 model again, and the effect runs again under a new call id, which no idempotency key can catch.
 
 Judged at the moment the effect starts: the tracer reads a copy of the store at
-the effect ledger's write (``chaos.process.commits``)."""
+the effect ledger's write (``chaos.process.commits``); and, where a power cut ended
+the phase, on what the cut kept: a call written but never synced was not durable."""
 
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ def _problems(evidence: Evidence, clean: Evidence) -> list[Problem]:
             seen = True
             if entry["callId"] not in durable:
                 held = ", ".join(durable) or "no call"
-                problems.append(
-                    Problem(
-                        f"effect {entry['effect']} ran before its tool call was durable in the store",
-                        f"{effect_key(entry)} (call {entry['callId']}) started in {phase.name} while the store "
-                        f"held {held}",
-                    )
+                said = f"while the store held {held}"
+            elif entry["callId"] in phase.kept.calls_cut:  # written, never synced: the cut took it
+                said = "with its call written but never synced: the power cut took it"
+            else:
+                continue
+            problems.append(
+                Problem(
+                    f"effect {entry['effect']} ran before its tool call was durable in the store",
+                    f"{effect_key(entry)} (call {entry['callId']}) started in {phase.name} {said}",
                 )
+            )
     if not seen and evidence.effects():
         if all(phase.kept.calls_at_ledger is None for phase in evidence.phases):
             raise NotJudged(

@@ -9,13 +9,18 @@ then its page; the commit is made when that page's write returns, and the agent
 is stopped right there. In a rollback journal mode it is made when the journal
 stops being hot: its ``unlink`` (DELETE), its ``ftruncate`` to nothing
 (TRUNCATE) or the write that zeroes its header (PERSIST) returns. For a
-``line`` store a commit is a write ending in a newline. Where the boundary is
+``line`` store a commit is a write ending in a newline; for a ``rename`` store (files
+written whole, each a temporary file renamed over its name) the rename, when it
+returns 0. Where the boundary is
 judged on what the store holds ("the commit that makes a deploy call durable"),
 the policy reads a copy of the store at every commit. A power cut's model keeps
 each file's bytes at its syncs, and a file removed stays removed only once its
 directory was synced after (SQLite's own ``synchronous=EXTRA`` exists for that:
 in DELETE mode a power cut right after a commit may bring the journal back, and
-the commit is rolled back); only a phase a power cut ends needs it. At every
+the commit is rolled back); a file renamed over a name holds, after a cut, what
+the renamed file held at its last sync (nothing, never synced), and only once
+the directory was synced after the rename: until then the name keeps what it
+held before. Only a phase a power cut ends needs it. At every
 write to the effect ledger it records which tool calls the store held durable
 then: an effect that starts before its call is durable is seen at the moment it
 starts, not guessed afterwards.
@@ -26,6 +31,7 @@ agent began after the kill was decided (0: an exact kill).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import time
@@ -66,6 +72,12 @@ class Commits:
     _removing: dict[int, str] = field(default_factory=dict)  # pid -> the store file its unlink names
     unlinked: set[str] = field(default_factory=set)  # store files removed since their directory's last sync
     gone: set[str] = field(default_factory=set)  # store files removed, and their directory synced after
+    # A rename store's power cut model: the bytes each file beside the store held at its last sync (by
+    # path), each pid's rename in flight (its two paths), and each name renamed over since its
+    # directory's last sync, with what the cut would leave there once that directory is synced
+    loose: dict[str, bytes] = field(default_factory=dict)
+    _renaming: dict[int, tuple[str, str]] = field(default_factory=dict)
+    renamed: dict[str, bytes] = field(default_factory=dict)
     dropped: bool = False  # a sync failed (fsync-error): the kernel may have dropped the dirty pages
 
     def _role(self, path: str) -> tuple[str, str] | None:
@@ -74,6 +86,10 @@ class Commits:
         if self.store.commit == "wire" or not path.startswith(str(self.workspace) + os.sep):
             return None  # (a server store's commits are the relay's to see)
         relative = os.path.relpath(path, self.workspace)
+        if self.store.commit == "rename":  # a file beside the store's is one being written to become one
+            if fnmatch.fnmatch(relative, self.path):
+                return "file", relative
+            return ("beside", relative) if os.path.dirname(relative) == os.path.dirname(self.path) else None
         if self.store.commit != "sqlite":
             return ("line", relative) if fnmatch.fnmatch(relative, self.path) else None
         for side, role in (("-wal", "wal"), ("-journal", "journal")):
@@ -137,6 +153,13 @@ class Commits:
             self.unlinked.discard(name)
             self.gone.add(name)
             self.synced.pop(name, None)
+        for name in [n for n in self.renamed if path in (None, os.path.dirname(self.workspace / n))]:
+            self.synced[name] = self.renamed.pop(name)
+            self.gone.discard(name)
+        role = self._role(path) if path is not None else None
+        if role is not None and role[0] == "beside":  # a file to be renamed into the store, perhaps
+            with contextlib.suppress(OSError):
+                self.loose[path or ""] = Path(path or "").read_bytes()
         for file in self.store.files(self.workspace, self.path, self.state):
             if path is None or str(file) == path:
                 try:
@@ -152,6 +175,7 @@ class Commits:
         memory)."""
         if cut:
             written, durable = self._snapshot(), self.durable_files()
+            kept.calls_cut = self.store.read(written).call_ids - self.store.read(durable).call_ids
             for name in set(written) | set(durable):
                 path = self.workspace / name
                 if name in durable:
@@ -192,6 +216,13 @@ class Commits:
             return False, self._returned(pid, ptrace.call_result(pid))
         if tag == ptrace.UNLINK:
             return self._unlinking(pid, ptrace.unlinked_path(pid)), False
+        if tag == ptrace.RENAME:
+            old, new = ptrace.renamed_paths(pid)
+            role = self._role(new)
+            if role is None or role[0] != "file":
+                return False, False
+            self._renaming[pid] = (old, role[1])
+            return self._begins(pid, "ended"), False
         if tag == ptrace.TRUNCATE:
             path, length = ptrace.truncated_file(pid)
             role = self._role(path)
@@ -237,6 +268,9 @@ class Commits:
         removed = self._removing.pop(pid, None)
         if removed is not None and result == 0:
             self.unlinked.add(removed)
+        renaming = self._renaming.pop(pid, None)
+        if renaming is not None and result == 0:  # durable once its directory is synced: as last synced
+            self.renamed[renaming[1]] = self.loose.pop(renaming[0], b"")
         state = self._pending.pop(pid, None)
         made = result == 0 if state == "ended" else state in ("page", "line") and result > 0
         if made:

@@ -100,6 +100,7 @@ class Kept:
     commits: int | None = None
     writes: int = 0  # a server store's statements that wrote inside a transaction still open (the relay)
     calls_at_ledger: list[list[str]] | None = None
+    calls_cut: frozenset[str] = frozenset()  # tool calls the store held as written that a power cut took
     # A crashed phase: the digest of everything the next phase can read (``chaos.process.state``)
     state: str | None = None
 

@@ -42,7 +42,8 @@ WALL, WNOTHREAD = 0x40000000, 0x20000000
 # SYNC: fsync/fdatasync of one file; RANGE: sync_file_range; ALL: sync/syncfs. Each is judged when it
 # returns (SYNC_ENTRY is its entry, where its arguments can still be read on every architecture).
 # UNLINK and TRUNCATE: a file removed or cut (unlink/unlinkat, ftruncate): SQLite's rollback journal commits so.
-WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY, UNLINK, TRUNCATE = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+# RENAME: a file renamed over another (rename/renameat/renameat2): a store of files written whole commits so.
+WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY, UNLINK, TRUNCATE, RENAME = range(1, 12)
 SYNCS = (SYNC, RANGE, ALL)
 PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 
@@ -52,15 +53,19 @@ SYSCALLS = {
     "x86_64": (
         0xC000003E,
         {1: WRITE, 18: WRITE, 20: WRITEV, 296: WRITEV, 328: WRITEV, 74: SYNC, 75: SYNC, 277: RANGE}
-        | {162: ALL, 306: ALL, 231: EXIT, 87: UNLINK, 263: UNLINK, 77: TRUNCATE},
+        | {162: ALL, 306: ALL, 231: EXIT, 87: UNLINK, 263: UNLINK, 77: TRUNCATE}
+        | {82: RENAME, 264: RENAME, 316: RENAME},
     ),
     "aarch64": (
         0xC00000B7,
         {64: WRITE, 66: WRITEV, 68: WRITE, 70: WRITEV, 287: WRITEV, 82: SYNC, 83: SYNC, 84: RANGE}
-        | {81: ALL, 267: ALL, 94: EXIT, 35: UNLINK, 46: TRUNCATE},
+        | {81: ALL, 267: ALL, 94: EXIT, 35: UNLINK, 46: TRUNCATE, 38: RENAME, 276: RENAME},
     ),
 }
 UNLINKAT = {"x86_64": 263, "aarch64": 35}  # unlinkat(dirfd, path, flags); x86_64's unlink(path) has no dirfd
+RENAME_PLAIN = {"x86_64": 82}  # rename(old, new); renameat and renameat2 are (olddirfd, old, newdirfd, new)
+# The register slots of the first four arguments of a call (rdi rsi rdx r10; x0..x3)
+ARG_SLOTS = {"x86_64": (14, 13, 12, 7), "aarch64": (0, 1, 2, 3)}
 NUMBER = {"x86_64": 15, "aarch64": 8}  # the register slot of the call's number at its entry (orig_rax; x8)
 AT_FDCWD = -100
 PATH_MAX = 4096  # Linux's: the longest path a call names, its terminating NUL included
@@ -316,26 +321,43 @@ def _memory(pid: int, address: int, count: int) -> bytes:
         return b""
 
 
-def unlinked_path(pid: int) -> str:
-    """At an UNLINK trap: the absolute path of the file being removed ("" where it cannot be read)."""
-    assert _SECCOMP is not None
-    machine = platform.machine()
-    regs = _SECCOMP.registers(pid)
-    fd_slot, _ = ARGS[machine]
-    at = regs[NUMBER[machine]] == UNLINKAT[machine]
-    address = regs[BUFFER[machine]] if at else regs[fd_slot]
-    name = _memory(pid, address, PATH_MAX).split(b"\0", 1)[0]
+def _path_at(pid: int, regs: ctypes.Array[ctypes.c_ulong], dirfd: int | None, name_slot: int) -> str:
+    """The absolute path a call names by the string in ``name_slot``, relative to the descriptor in the
+    slot ``dirfd`` (None: the working directory); "" where it cannot be read."""
+    name = _memory(pid, regs[name_slot], PATH_MAX).split(b"\0", 1)[0]
     if not name:
         return ""
     path = os.fsdecode(name)
     if os.path.isabs(path):
         return path
-    dirfd = ctypes.c_int(regs[fd_slot] & 0xFFFFFFFF).value if at else AT_FDCWD
+    at = AT_FDCWD if dirfd is None else ctypes.c_int(regs[dirfd] & 0xFFFFFFFF).value
     try:
-        base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}")
+        base = os.readlink(f"/proc/{pid}/cwd" if at == AT_FDCWD else f"/proc/{pid}/fd/{at}")
     except OSError:
         return ""
     return os.path.join(base, path)
+
+
+def unlinked_path(pid: int) -> str:
+    """At an UNLINK trap: the absolute path of the file being removed ("" where it cannot be read)."""
+    assert _SECCOMP is not None
+    machine = platform.machine()
+    regs = _SECCOMP.registers(pid)
+    first, second, _, _ = ARG_SLOTS[machine]
+    if regs[NUMBER[machine]] == UNLINKAT[machine]:
+        return _path_at(pid, regs, first, second)
+    return _path_at(pid, regs, None, first)
+
+
+def renamed_paths(pid: int) -> tuple[str, str]:
+    """At a RENAME trap: the absolute paths of the file renamed and of its new name."""
+    assert _SECCOMP is not None
+    machine = platform.machine()
+    regs = _SECCOMP.registers(pid)
+    first, second, third, fourth = ARG_SLOTS[machine]
+    if regs[NUMBER[machine]] == RENAME_PLAIN.get(machine):
+        return _path_at(pid, regs, None, first), _path_at(pid, regs, None, second)
+    return _path_at(pid, regs, first, second), _path_at(pid, regs, third, fourth)
 
 
 def truncated_file(pid: int) -> tuple[str, int]:

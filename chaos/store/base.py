@@ -144,8 +144,9 @@ class Store(ABC):
     name: ClassVar[str]
     # How a commit shows at the tracer: "sqlite" (a SQLite database in any journal mode that keeps a file:
     # the write that completes a WAL commit frame, or the rollback journal deleted, truncated or its header
-    # zeroed), "line" (a write that ends with a newline to the store's file), or "wire" (a server store:
-    # the answer to a commit, seen by the world's relay, ``chaos.world.pgwire``).
+    # zeroed), "line" (a write that ends with a newline to the store's file), "rename" (files written
+    # whole: a file renamed over one of the store's names, as a checkpoint written atomically is), or
+    # "wire" (a server store: the answer to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
     # The database server the world runs for it ("postgres": ``chaos.world.postgres``), or None
     server: ClassVar[str | None] = None

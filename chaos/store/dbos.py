@@ -20,66 +20,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
-import pickle
 import sqlite3
-import struct
-from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 from chaos.store.base import Call, Output, View, register, text_of
-from chaos.store.inert import Blind, allowed, bounded, json_value, sized
+from chaos.store.inert import Blind, json_value, pickled_value
 from chaos.store.postgres import ServerStore
 from chaos.store.sqlite import SqliteStore, tables
 
 # The tables that hold a run (the rest is DBOS's bookkeeping: migrations, versions, schedules); DBOS 2 keeps
 # a run's input and output in its workflow_status row, DBOS 3 in tables of their own
 RUN_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
-
-
-class Pickled:
-    """An object a pickle would have built, read without building it: its class is named, never
-    imported, so no code of the app or of its libraries runs in chaos. ``args`` are what the class was
-    called (or made) with, ``state`` what was set on the made object."""
-
-    module: ClassVar[str] = ""
-    qualname: ClassVar[str] = ""
-    args: tuple[Any, ...]
-    state: Any
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Pickled:
-        made = object.__new__(cls)
-        made.args, made.state = args, None
-        return made
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-    def fields(self) -> dict[str, Any]:
-        """The object's attributes: a dataclass's ``__dict__``, slots too."""
-        state = self.state
-        if isinstance(state, tuple) and len(state) == 2:  # (__dict__ or None, slots)
-            state = {**(state[0] or {}), **(state[1] or {})}
-        return state if isinstance(state, dict) else {}
-
-
-@cache
-def _pickled(module: str, name: str) -> type[Pickled]:
-    return type(name, (Pickled,), {"module": module, "qualname": name})
-
-
-class _Reader(pickle.Unpickler):
-    """Pickle's plain values (containers, strings, numbers), and objects of the modules ``readable``
-    names (a package and what is under it) as ``Pickled``; any other class: chaos cannot see it."""
-
-    def __init__(self, data: bytes, readable: tuple[str, ...]) -> None:
-        super().__init__(io.BytesIO(data))
-        self.readable = readable
-
-    def find_class(self, module: str, name: str) -> Any:
-        if allowed(module, self.readable):
-            return _pickled(module, name)
-        raise _opaque(f"a pickled {module}.{name}")
 
 
 def _opaque(what: str) -> Blind:
@@ -99,17 +50,10 @@ def decoded(value: str | None, serialization: str | None, readable: tuple[str, .
         return json_value(value, "a value DBOS wrote")
     if serialization not in (None, "", "py_pickle"):
         raise _opaque(f"values serialized as {serialization!r}")
-    sized(value, "a value DBOS wrote")
     try:
-        return bounded(_Reader(base64.b64decode(value), readable).load(), "a value DBOS wrote")
-    except (pickle.UnpicklingError, EOFError, binascii.Error) as err:
-        raise ValueError(f"a step's output is no pickle: {err or type(err).__name__}") from None
-    except (AttributeError, TypeError) as err:  # an object built with more than its class and state
-        raise _opaque(f"an object it builds in a way chaos does not read ({err})") from None
-    except (RecursionError, MemoryError, OverflowError, IndexError, KeyError, struct.error) as err:
-        raise Blind(
-            f"DBOS wrote a pickle chaos does not read within its bounds ({type(err).__name__})"
-        ) from None
+        return pickled_value(base64.b64decode(value), readable, "a value DBOS wrote", _opaque)
+    except binascii.Error as err:
+        raise ValueError(f"a step's output is no pickle: {err}") from None
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:

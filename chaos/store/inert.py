@@ -18,10 +18,14 @@ loop inside chaos or a traceback.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterable
+import pickle
+import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import Any, ClassVar
 
 MAX_BYTES = 64 * 1024 * 1024  # one value: a checkpoint, a step's output, a saved run state
 MAX_DEPTH = 200  # nesting of containers inside one value
@@ -164,3 +168,66 @@ def json_records(data: bytes | str, modules: Iterable[str], what: str) -> Any:
         return bounded(json.loads(data, object_hook=hook), what)
     except RecursionError:
         raise Blind(f"{what} nests deeper than chaos reads") from None
+
+
+class Pickled:
+    """An object a pickle would have built, read without building it: its class is named, never
+    imported, so no code of the app or of its libraries runs in chaos. ``args`` are what the class was
+    called (or made) with, ``state`` what was set on the made object."""
+
+    module: ClassVar[str] = ""
+    qualname: ClassVar[str] = ""
+    args: tuple[Any, ...]
+    state: Any
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Pickled:
+        made = object.__new__(cls)
+        made.args, made.state = args, None
+        return made
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def fields(self) -> dict[str, Any]:
+        """The object's attributes: a dataclass's ``__dict__``, slots too."""
+        state = self.state
+        if isinstance(state, tuple) and len(state) == 2:  # (__dict__ or None, slots)
+            state = {**(state[0] or {}), **(state[1] or {})}
+        return state if isinstance(state, dict) else {}
+
+
+@cache
+def _pickled(module: str, name: str) -> type[Pickled]:
+    return type(name, (Pickled,), {"module": module, "qualname": name})
+
+
+class _Reader(pickle.Unpickler):
+    """Pickle's plain values (containers, strings, numbers), and objects of the modules ``readable``
+    names (a package and what is under it) as ``Pickled``; any other class: chaos cannot see it."""
+
+    def __init__(self, data: bytes, readable: tuple[str, ...], opaque: Callable[[str], Blind]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.readable, self.opaque = readable, opaque
+
+    def find_class(self, module: str, name: str) -> Any:
+        if allowed(module, self.readable):
+            return _pickled(module, name)
+        raise self.opaque(f"a pickled {module}.{name}")
+
+
+def pickled_value(data: bytes, readable: tuple[str, ...], what: str, opaque: Callable[[str], Blind]) -> Any:
+    """A pickle a framework wrote, read without running it: plain values, and objects of the modules
+    ``readable`` names as ``Pickled`` (any other class: ``opaque`` says what chaos cannot see); bounded
+    (a value too large, too deep or expanding past the bound makes chaos blind), and one that is no
+    pickle is unreadable (``ValueError``)."""
+    sized(data, what)
+    try:
+        return bounded(_Reader(data, readable, opaque).load(), what)
+    except (pickle.UnpicklingError, EOFError) as err:
+        raise ValueError(f"{what} is no pickle: {err or type(err).__name__}") from None
+    except (AttributeError, TypeError) as err:  # an object built with more than its class and state
+        raise opaque(f"an object it builds in a way chaos does not read ({err})") from None
+    except (RecursionError, MemoryError, OverflowError, IndexError, KeyError, struct.error) as err:
+        raise Blind(
+            f"{what}: a pickle chaos does not read within its bounds ({type(err).__name__})"
+        ) from None

@@ -19,8 +19,8 @@ import sqlite3
 from typing import Any
 
 from chaos.store.base import Call, Output, Save, register
-from chaos.store.dbos import DbosStore, Pickled, decoded
-from chaos.store.inert import Blind
+from chaos.store.dbos import DbosStore, decoded
+from chaos.store.inert import Blind, Pickled
 from chaos.store.postgres import ServerStore
 
 # What a model response holds: Pydantic AI's message classes, and the timestamps and time zones in them

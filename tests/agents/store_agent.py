@@ -2,6 +2,9 @@
 the test that a third store adapter needs no change to the cycle, and for the store checks' fail
 table: ``STORE_AGENT_BUG`` switches on one known bug at a time (``failed-then-done``: a run a provider's
 error failed is recorded failed, its first resume says so, and the next resume runs it on to the end).
+With ``STORE_AGENT_FILES=1`` the store is one JSON file written whole (``state/run.json``): each change
+written to a temporary file beside it, synced, renamed over it, and the directory synced, as an atomic
+checkpoint is written (``unsynced-rename``: the same with no sync at all, the rename alone).
 
 Correct, it is at most once: the call is durable before its effect, and a call found without its
 output on resume gets a synthetic "interrupted" output instead of running again.
@@ -21,15 +24,42 @@ from chaos.ledger import effect
 STORE = Path("store.jsonl")
 STREAM = os.environ.get("STORE_AGENT_STREAM") == "1"  # ask for streamed answers
 BUG = os.environ.get("STORE_AGENT_BUG", "")
+WHOLE = Path("state/run.json") if os.environ.get("STORE_AGENT_FILES") == "1" else None
 
 
 def _items() -> list[dict[str, Any]]:
+    if WHOLE is not None:
+        return json.loads(WHOLE.read_text()) if WHOLE.exists() else []  # type: ignore[no-any-return]
     if not STORE.exists():
         return []
     return [json.loads(line) for line in STORE.read_text().splitlines() if line.endswith("}")]
 
 
+def _write_whole(whole: Path, items: list[dict[str, Any]]) -> None:
+    """The store written whole: a temporary file beside it, renamed over it (each synced first, and the
+    directory after, unless the bug leaves every sync out)."""
+    whole.parent.mkdir(exist_ok=True)
+    temporary = whole.parent / f".{whole.name}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, json.dumps(items).encode())
+        if BUG != "unsynced-rename":
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, whole)
+    if BUG != "unsynced-rename":
+        folder = os.open(whole.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
 def _write(item: dict[str, Any]) -> None:
+    if WHOLE is not None:
+        _write_whole(WHOLE, [*_items(), item])
+        return
     fd = os.open(STORE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, json.dumps(item).encode() + b"\n")
