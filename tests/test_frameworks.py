@@ -37,6 +37,7 @@ agents_sdk = needs_modules("agents")
 dbos = needs_modules("dbos", "openai")
 pydantic_ai = needs_modules("pydantic_ai.durable_exec.dbos", "dbos")
 adk = needs_modules("google.adk", "aiosqlite", "openai")
+agent_framework = needs_modules("agent_framework", "openai")
 pytestmark = [pytest.mark.slow, needs_ptrace]
 
 
@@ -564,3 +565,39 @@ def test_adk_resumes_its_invocation_and_its_schema_setup_is_caught_unfinished(tm
     assert verdict.evidence.start.landing.exact and verdict.failed[0].id == "same-outcome", _problems(verdict)
     said = (tmp_path / "setup" / "resume-1.stderr").read_text()
     assert "Schema version not found in adk_internal_metadata" in said
+
+
+@agent_framework
+def test_agent_framework_checkpoints_are_renamed_into_place_and_never_synced(tmp_path: Path) -> None:
+    """Microsoft Agent Framework, a workflow of a model executor and a tools executor checkpointed by
+    ``FileCheckpointStorage`` (each checkpoint a JSON file renamed into place: a commit the tracer stops
+    at): killed while the deploy runs, the resume from the latest checkpoint runs the tools superstep
+    again under the call's id and passes; the model and its tools in one superstep (``one_step``) deploy
+    before any checkpoint holds the call. Two behaviours of the framework (1.23.0) fail the correct
+    workflow: a checkpoint that cannot be written does not fail the run (the deploy runs on a call no
+    checkpoint holds), and no checkpoint is ever synced (a power cut takes the call of a deploy that ran)."""
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
+    verdict = api.run(running, "agent-framework", results=tmp_path / "workflow")
+    assert verdict.ok and verdict.evidence.start.landing.exact, _problems(verdict)
+    ids = {e["callId"] for e in verdict.evidence.effects()}
+    assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
+    spec = tmp_path / "one-step.toml"
+    spec.write_text(
+        (REPO / "targets" / "agent-framework.toml")
+        .read_text()
+        .replace(
+            '"--checkpoints"', '"--app", "chaos.bundled.targets.frameworks.maf_app:one_step", "--checkpoints"'
+        )
+    )
+    verdict = api.run(running, spec, results=tmp_path / "one-step")
+    assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
+    for fault, said in (
+        ("disk-full", "while the store held no call"),
+        ("power-loss", "the power cut took it"),
+    ):
+        crash = Strike(Boundary.parse("commit#1" if fault == "disk-full" else "commit#3"), fault_name=fault)
+        verdict = api.run(api.load(ONE).with_crash(crash), "agent-framework", results=tmp_path / fault)
+        first = verdict.failed[0] if verdict.failed else None
+        assert first is not None and first.id == "effect-after-durable-call" and said in first.got, (
+            _problems(verdict)
+        )

@@ -140,6 +140,43 @@ def test_the_adk_adapter_reads_events_and_refuses_what_adk_could_not_read(tmp_pa
     assert "legacy" in str(adk.read(legacy).blind)
 
 
+def _checkpoint(path: Path, stamp: str, conversation: object, pickled: object = None) -> None:
+    """A Microsoft Agent Framework checkpoint file: the conversation in the workflow's state, and a pending
+    message pickled as the framework pickles values (base64 in the JSON)."""
+    messages = (
+        {}
+        if pickled is None
+        else {"tools": [{"__pickled__": base64.b64encode(pickle.dumps(pickled)).decode()}]}
+    )
+    path.write_text(
+        json.dumps({"timestamp": stamp, "state": {"conversation": conversation}, "messages": messages})
+    )
+
+
+def test_the_agent_framework_adapter_reads_the_latest_checkpoint_and_runs_no_pickle(tmp_path: Path) -> None:
+    """The latest checkpoint (by its timestamp) is the store's state: its longest conversation of chat
+    messages, in its state or a pending message's pickle (read without running it); a pickle naming any
+    other class makes chaos blind, never runs; a checkpoint that is not a JSON object is a finding."""
+    call = {"id": "c1", "type": "function", "function": {"name": "deploy", "arguments": "{}"}}
+    asked = [{"role": "user", "content": "Deploy web."}, {"role": "assistant", "tool_calls": [call]}]
+    answered = [*asked, {"role": "tool", "tool_call_id": "c1", "content": "deployed web"}]
+    store = store_named("agent-framework")
+    _checkpoint(tmp_path / "a.json", "2026-12-07T08:00:01", asked)
+    _checkpoint(tmp_path / "b.json", "2026-12-07T08:00:02", asked, pickled=answered)
+    files = {p.name: p.read_bytes() for p in tmp_path.glob("*.json")}
+    view = store.read(files)
+    assert view.calls == (Call("c1", "deploy", "{}"),) and view.outputs == (Output("c1", "deployed web"),)
+    assert view.inputs == ("Deploy web.",) and view.final is None and view.items == 2
+    done = [*answered, {"role": "assistant", "content": "Deployed web."}]
+    _checkpoint(tmp_path / "c.json", "2026-12-07T08:00:03", done)
+    assert store.read({**files, "c.json": (tmp_path / "c.json").read_bytes()}).final == "Deployed web."
+    marker = tmp_path / "ran"
+    _checkpoint(tmp_path / "d.json", "2026-12-07T08:00:04", asked, pickled=[_Runs(marker)])
+    assert "posix.system" in str(store.read({"d.json": (tmp_path / "d.json").read_bytes()}).blind)
+    assert not marker.exists()
+    assert "not an object" in str(store.read({"e.json": b"[1]"}).unreadable)
+
+
 def _dbos_db(
     path: Path,
     steps: list[tuple[str, str]],
@@ -280,7 +317,15 @@ def test_the_pydantic_ai_dbos_adapter_reads_model_responses_without_importing_a_
 
 def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
     store_named("session-log")
-    bundled = {"session-log", "langgraph", "openai-agents", "dbos", "pydantic-ai-dbos", "google-adk"}
+    bundled = {
+        "session-log",
+        "langgraph",
+        "openai-agents",
+        "dbos",
+        "pydantic-ai-dbos",
+        "google-adk",
+        "agent-framework",
+    }
     assert bundled | {"test-jsonl"} <= set(STORES)
 
 
