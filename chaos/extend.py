@@ -61,7 +61,16 @@ what it may do.
     where the framework begins a save off its main line, for
     ``--fault overtaken`` to hold. Nothing above ``chaos.store`` changes:
     ``tests/store_adapter.py`` adds one from outside the package, and the
-    whole pipeline (run, sweep, explore, mining) runs on it.
+    whole pipeline (run, sweep, explore, mining) runs on it. What a store's
+    bytes hold is hostile: read it with ``json_value`` (bounded JSON) and
+    ``pickled_value`` (a pickle read without running it: the classes of the
+    modules named become ``Pickled``, any other makes chaos ``Blind``);
+    raise ``Blind`` for what the framework could read and chaos cannot (no
+    verdict, exit 2), ``ValueError`` for what the framework could not read
+    either (a finding). ``SqliteStore`` reads a private copy of one SQLite
+    database (``from_database``; ``rows`` counts what it holds), ``text_of``
+    a message's text. The Google ADK and Microsoft Agent Framework adapters
+    (``targets/frameworks/adk_store.py``, ``maf_store.py``) use nothing else.
 
 ``effect``: what a tool tells the ledger
     ``chaos.ledger.effect(name, *detail, call_id=...)``, called by a tool where
@@ -90,6 +99,9 @@ from chaos.cycle.evidence import Evidence
 from chaos.fault import FAULTS, Arming, FailingCalls, Fault, Misbehaviour, Stop
 from chaos.fault.base import After, Failing, Injection, Landing, Trap, WorldServers
 from chaos.store import STORES, Call, Output, Save, Store, View, register
+from chaos.store.base import text_of
+from chaos.store.inert import Blind, Pickled, json_value, pickled_value
+from chaos.store.sqlite import SqliteStore, rows
 from chaos.world.protocols import PROTOCOLS, Protocol
 
 AfterCase = Callable[[Verdict], object]
@@ -102,6 +114,7 @@ __all__ = [
     "After",
     "AfterCase",
     "Arming",
+    "Blind",
     "Call",
     "Check",
     "Evidence",
@@ -115,12 +128,18 @@ __all__ = [
     "Output",
     "Pause",
     "Paused",
+    "Pickled",
     "Protocol",
     "Save",
+    "SqliteStore",
     "Stop",
     "Store",
     "Trap",
     "View",
     "WorldServers",
+    "json_value",
+    "pickled_value",
     "register",
+    "rows",
+    "text_of",
 ]

@@ -598,6 +598,6 @@ def test_agent_framework_checkpoints_are_renamed_into_place_and_never_synced(tmp
         crash = Strike(Boundary.parse("commit#1" if fault == "disk-full" else "commit#3"), fault_name=fault)
         verdict = api.run(api.load(ONE).with_crash(crash), "agent-framework", results=tmp_path / fault)
         first = verdict.failed[0] if verdict.failed else None
-        assert first is not None and first.id == "effect-after-durable-call" and said in first.got, (
-            _problems(verdict)
+        assert first is not None and first.id == "effect-after-durable-call" and said in first.got, _problems(
+            verdict
         )

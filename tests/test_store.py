@@ -331,11 +331,18 @@ def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
 
 def test_the_cycle_imports_no_adapter() -> None:
     """A third store is one ``register`` away: no stage above ``chaos.store`` imports an adapter, only the
-    interface (``chaos.store``, ``chaos.store.base``) and the commit kinds' formats (``chaos.store.sqlite``;
-    ``chaos.store.postgres``: where a server store's server lives in the sandbox)."""
+    interface (``chaos.store``, ``chaos.store.base``), the commit kinds' formats (``chaos.store.sqlite``;
+    ``chaos.store.postgres``: where a server store's server lives in the sandbox), and the bounded readers
+    ``chaos.extend`` hands an adapter (``chaos.store.inert``)."""
     from tests.test_structure import MODULES, _imports
 
-    interface = {"chaos.store", "chaos.store.base", "chaos.store.sqlite", "chaos.store.postgres"}
+    interface = {
+        "chaos.store",
+        "chaos.store.base",
+        "chaos.store.sqlite",
+        "chaos.store.postgres",
+        "chaos.store.inert",
+    }
     for module, path in MODULES.items():
         if module.startswith("chaos.store"):
             continue

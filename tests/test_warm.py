@@ -357,7 +357,7 @@ class Saver:
         self.put(config, data)
 """
 SAVING = """
-import asyncio, sys, threading
+import asyncio, os, sys, threading
 sys.path.insert(0, ".")
 from saver import Saver
 
@@ -365,7 +365,7 @@ saver = Saver()
 saver.put({"configurable": {"checkpoint_id": "one"}}, "first")
 held = threading.Thread(target=saver.put, args=({"configurable": {"checkpoint_id": "two"}}, "held"))
 held.start()
-while "put 2" not in open("$GATES/saves").read():
+while not os.path.exists("$GATES/save.put#2.waiting"):  # (held: its line written, then marked waiting)
     pass
 saver.put({"configurable": {"checkpoint_id": "two"}}, "after")  # begins while #2 is held: waits behind it
 asyncio.run(saver.aput(["not a config"], "async"))

@@ -9,6 +9,7 @@ durable once an event holds it, its output once a function response answers it b
 resumable app (``ResumabilityConfig``) resumes an invocation from its last event and runs a call without
 a response again: ADK documents at least once. Read with the standard library (the rows are JSON): ADK
 need not be installed to read its store; a row's ``actions`` (older schemas pickle them) are never read.
+Written as an outside adapter is: through ``chaos.extend`` only, registered by its entry point.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import json
 import sqlite3
 from typing import Any
 
-from chaos.store.base import Call, Output, View, register
-from chaos.store.inert import json_value
-from chaos.store.sqlite import SqliteStore, rows
+from chaos.extend import Call, Output, SqliteStore, View, json_value, register, rows
 
 
 def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,8 +7,9 @@ in the JSON). A resume restores the latest checkpoint, by its timestamp, and run
 is durable once the latest checkpoint holds it, its output once a tool message there answers it. chaos
 reads the chat messages (OpenAI's format) the checkpoint holds anywhere in its state or its pending
 messages, the longest conversation among them; the pickles are read without running them (only the
-framework's workflow classes, named, never imported: ``chaos.store.inert.Pickled``); any other class
-makes chaos blind. ``pip install 'durable-chaos[agent-framework]'``.
+framework's workflow classes, named, never imported: ``chaos.extend.Pickled``); any other class
+makes chaos blind. ``pip install 'durable-chaos[agent-framework]'``. Written as an outside adapter is:
+through ``chaos.extend`` only, registered by its entry point.
 """
 
 from __future__ import annotations
@@ -17,8 +18,18 @@ import base64
 import binascii
 from typing import Any
 
-from chaos.store.base import Call, Output, Store, View, register, text_of
-from chaos.store.inert import Blind, Pickled, json_value, pickled_value
+from chaos.extend import (
+    Blind,
+    Call,
+    Output,
+    Pickled,
+    Store,
+    View,
+    json_value,
+    pickled_value,
+    register,
+    text_of,
+)
 
 FRAMEWORK = ("agent_framework._workflows",)  # the classes a checkpoint's pickles may name
 
