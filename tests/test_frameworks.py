@@ -25,7 +25,7 @@ from chaos import api
 from chaos.api import SweepResult
 from chaos.case.verdict import Verdict
 from chaos.cli import main
-from chaos.scenario.model import Boundary, Strike
+from chaos.scenario.model import Boundary, Scenario, Strike
 from tests.conftest import REPO, needs_modules, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
@@ -537,6 +537,26 @@ def test_a_cold_sweep_says_its_frameworks_saves_are_not_held(tmp_path: Path) -> 
     )
 
 
+def _runs_the_call_again_under_its_id(target: str, results: Path) -> Scenario:
+    """Killed while the deploy runs, the bundled ``target`` runs it again under the call's id on resume (at
+    least once, as it declares) and passes, the kill exact; the scenario crashed there, for its variants."""
+    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
+    verdict = api.run(running, target, results=results)
+    assert verdict.ok and verdict.evidence.start.landing.exact, _problems(verdict)
+    ids = {e["callId"] for e in verdict.evidence.effects()}
+    assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
+    return running
+
+
+def _with_app(target: str, before: str, app: str, folder: Path) -> Path:
+    """The bundled ``target``'s file with ``--app`` naming another bundled app (``module:attr``), before
+    the option ``before`` of its commands."""
+    spec = folder / f"{app.partition(':')[2]}.toml"
+    named = f'"--app", "chaos.bundled.targets.frameworks.{app}", "{before}"'
+    spec.write_text((REPO / "targets" / f"{target}.toml").read_text().replace(f'"{before}"', named))
+    return spec
+
+
 @adk
 def test_adk_resumes_its_invocation_and_its_schema_setup_is_caught_unfinished(tmp_path: Path) -> None:
     """Google ADK, a resumable app on ``DatabaseSessionService`` (SQLite, its default rollback journal):
@@ -547,17 +567,8 @@ def test_adk_resumes_its_invocation_and_its_schema_setup_is_caught_unfinished(tm
     transaction) leaves a database every later open refuses: the one failure the bundled target shows
     (ADK 2.13.0; measured: the two bundled scenarios' default sweep, 92 cases, 24 failing, that one group,
     90/90 exact)."""
-    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
-    verdict = api.run(running, "google-adk", results=tmp_path / "resumable")
-    assert verdict.ok and verdict.evidence.start.landing.exact, _problems(verdict)
-    ids = {e["callId"] for e in verdict.evidence.effects()}
-    assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
-    spec = tmp_path / "forgetful.toml"
-    spec.write_text(
-        (REPO / "targets" / "google-adk.toml")
-        .read_text()
-        .replace('"--db"', '"--app", "chaos.bundled.targets.frameworks.adk_app:forgetful", "--db"')
-    )
+    running = _runs_the_call_again_under_its_id("google-adk", tmp_path / "resumable")
+    spec = _with_app("google-adk", "--db", "adk_app:forgetful", tmp_path)
     verdict = api.run(running, spec, results=tmp_path / "forgetful")
     assert not verdict.ok and "repeated under a new call id" in " ".join(_problems(verdict))
     setup = api.load(ONE).with_crash(Strike(Boundary.parse("commit#1")))
@@ -576,19 +587,8 @@ def test_agent_framework_checkpoints_are_renamed_into_place_and_never_synced(tmp
     before any checkpoint holds the call. Two behaviours of the framework (1.23.0) fail the correct
     workflow: a checkpoint that cannot be written does not fail the run (the deploy runs on a call no
     checkpoint holds), and no checkpoint is ever synced (a power cut takes the call of a deploy that ran)."""
-    running = api.load(ONE).with_crash(Strike(Boundary("effect-running", {"effect": "deploy"})))
-    verdict = api.run(running, "agent-framework", results=tmp_path / "workflow")
-    assert verdict.ok and verdict.evidence.start.landing.exact, _problems(verdict)
-    ids = {e["callId"] for e in verdict.evidence.effects()}
-    assert len(verdict.evidence.effects()) == 2 and len(ids) == 1, verdict.evidence.ledger
-    spec = tmp_path / "one-step.toml"
-    spec.write_text(
-        (REPO / "targets" / "agent-framework.toml")
-        .read_text()
-        .replace(
-            '"--checkpoints"', '"--app", "chaos.bundled.targets.frameworks.maf_app:one_step", "--checkpoints"'
-        )
-    )
+    running = _runs_the_call_again_under_its_id("agent-framework", tmp_path / "workflow")
+    spec = _with_app("agent-framework", "--checkpoints", "maf_app:one_step", tmp_path)
     verdict = api.run(running, spec, results=tmp_path / "one-step")
     assert "effect deploy ran before its tool call was durable in the store" in _problems(verdict)
     for fault, said in (

@@ -16,19 +16,9 @@ from openai import OpenAI
 
 from chaos.ledger import effect
 
-from .loading import deadline, whole_answer
+from .loading import TOOLS, deadline, whole_answer
 
 SYSTEM = "Deploy what you are asked to."
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "deploy",
-            "description": "Deploy a service to production.",
-            "parameters": {"type": "object", "properties": {"service": {"type": "string"}}},
-        },
-    }
-]
 
 
 def _answer(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -70,6 +70,18 @@ def parser(prog: str, app: str, db: str, session: str) -> argparse.ArgumentParse
     return options
 
 
+# The bundled apps' one tool, as the model is told of it (OpenAI's format)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "deploy",
+            "description": "Deploy a service to production.",
+            "parameters": {"type": "object", "properties": {"service": {"type": "string"}}},
+        },
+    }
+]
+
 PARKED = 4  # the exit status of a run parked for approval (``--park``)
 
 

@@ -30,19 +30,9 @@ from openai import AsyncOpenAI
 
 from chaos.ledger import effect
 
-from .loading import deadline
+from .loading import TOOLS, deadline
 
 Message = dict[str, Any]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "deploy",
-            "description": "Deploy a service to production.",
-            "parameters": {"type": "object", "properties": {"service": {"type": "string"}}},
-        },
-    }
-]
 
 
 def _deploy(call: Message) -> Message:
