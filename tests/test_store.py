@@ -497,6 +497,11 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
     # a disk fault fails the agent's own calls on its store's files: a server's store has none here
     assert "has none on this machine" in (FAULTS["disk-full"].unavailable_on_store("wire") or "")
     assert FAULTS["postgres-crash"].unavailable_on_store("wire") is None
+    assert "not built" in (FAULTS["bit-flip"].unavailable_on_store("rename") or "")
+    assert (
+        FAULTS["bit-flip"].unavailable_on_store() is None
+        and FAULTS["kill"].unavailable_on_store("rename") is None
+    )
     assert FAULTS["connection-lost"].unavailable_on_store("wire") is None
     assert "needs a store on the world's PostgreSQL server" in (
         FAULTS["connection-lost"].unavailable_on_store() or ""

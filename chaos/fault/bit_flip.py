@@ -19,6 +19,14 @@ class BitFlip(Fault):
     on_server_stores = False
     enables = ("damage-not-silent",)
 
+    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
+        if commit == "rename":  # (which file a rename made last is not in the bytes it is given)
+            return (
+                "the bit-flip fault changes the newest unit a store wrote (a line, a WAL frame, a page); in a "
+                "store of files written whole by a rename the newest file cannot be told from their bytes: not built"
+            )
+        return super().unavailable_on_store(commit)
+
     def stop(self, stop: Stop) -> None:
         stop.kill()
 

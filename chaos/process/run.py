@@ -393,6 +393,7 @@ def phase_steps(
             exited = proc.wait(0.002 if trigger and not trigger.durable and not stopper.stopped else 0.05)
         if stopper.choice == "quit":
             raise Interrupted(f"quit at the pause in {phase.name}")
+        stopper.acted()  # (seen stopped while its fault froze the tree: handed on, not timed out)
         handed_on = stopper.frozen and not exited
     finally:  # also when chaos itself is interrupted: the target never outlives the phase
         stopper.release()

@@ -410,6 +410,12 @@ class Stopper:
             self.stopped = True
             self.injection = self.fault.stop(self)
 
+    def acted(self) -> None:
+        """Wait until a fault carried out at this moment (in the tracer's or the watcher's thread) has acted:
+        ``stopped`` is set as it starts, and the tree is frozen or killed by the time it returns."""
+        with self._lock:
+            pass
+
     def release(self) -> None:
         """Unblock a tracer thread waiting for a decision (chaos is stopping)."""
         with contextlib.suppress(Exception):
