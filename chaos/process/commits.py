@@ -156,10 +156,10 @@ class Commits:
         for name in [n for n in self.renamed if path in (None, os.path.dirname(self.workspace / n))]:
             self.synced[name] = self.renamed.pop(name)
             self.gone.discard(name)
-        role = self._role(path) if path is not None else None
-        if role is not None and role[0] == "beside":  # a file to be renamed into the store, perhaps
+        role = None if path is None else self._role(path)
+        if path is not None and role is not None and role[0] == "beside":  # to be renamed into the store
             with contextlib.suppress(OSError):
-                self.loose[path or ""] = Path(path or "").read_bytes()
+                self.loose[path] = Path(path).read_bytes()
         for file in self.store.files(self.workspace, self.path, self.state):
             if path is None or str(file) == path:
                 try:

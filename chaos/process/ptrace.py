@@ -47,8 +47,7 @@ WRITE, SYNC, EXIT, WRITEV, AFTER, RANGE, ALL, SYNC_ENTRY, UNLINK, TRUNCATE, RENA
 SYNCS = (SYNC, RANGE, ALL)
 PTRACE_GETREGSET, PTRACE_SETREGSET, NT_PRSTATUS = 0x4204, 0x4205, 1
 
-# (audit arch, {syscall number: tag}) for the architectures chaos knows; ARGS: register slots of the
-# first and third syscall argument (fd and count) in the NT_PRSTATUS register set.
+# (audit arch, {syscall number: tag}) for the architectures chaos knows
 SYSCALLS = {
     "x86_64": (
         0xC000003E,
@@ -64,14 +63,14 @@ SYSCALLS = {
 }
 UNLINKAT = {"x86_64": 263, "aarch64": 35}  # unlinkat(dirfd, path, flags); x86_64's unlink(path) has no dirfd
 RENAME_PLAIN = {"x86_64": 82}  # rename(old, new); renameat and renameat2 are (olddirfd, old, newdirfd, new)
-# The register slots of the first four arguments of a call (rdi rsi rdx r10; x0..x3)
-ARG_SLOTS = {"x86_64": (14, 13, 12, 7), "aarch64": (0, 1, 2, 3)}
 NUMBER = {"x86_64": 15, "aarch64": 8}  # the register slot of the call's number at its entry (orig_rax; x8)
 AT_FDCWD = -100
 PATH_MAX = 4096  # Linux's: the longest path a call names, its terminating NUL included
 
-ARGS = {"x86_64": (14, 12), "aarch64": (0, 2)}
-BUFFER = {"x86_64": 13, "aarch64": 1}  # the register slot of the second argument (a write's buffer)
+# The register slots of the first four arguments of a call (rdi rsi rdx r10; x0..x3) in NT_PRSTATUS
+ARG_SLOTS = {"x86_64": (14, 13, 12, 7), "aarch64": (0, 1, 2, 3)}
+ARGS = {machine: (slots[0], slots[2]) for machine, slots in ARG_SLOTS.items()}  # a call's fd and count
+BUFFER = {machine: slots[1] for machine, slots in ARG_SLOTS.items()}  # the second (a write's buffer)
 RESULT = {"x86_64": 10, "aarch64": 0}  # the register slot of a system call's return value, at its exit
 
 

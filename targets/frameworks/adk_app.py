@@ -12,7 +12,6 @@ only start a new invocation, and the run's unanswered calls are never answered."
 from __future__ import annotations
 
 import asyncio
-import os
 import warnings
 from collections.abc import AsyncGenerator
 
@@ -22,11 +21,10 @@ from google.adk.integrations.openai import OpenAILlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.tool_context import ToolContext
-from openai import AsyncOpenAI
 
 from chaos.ledger import effect
 
-from .loading import deadline
+from .loading import deadline, model_client, model_name
 
 warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")  # resumability is marked experimental
 
@@ -52,15 +50,8 @@ class _Deadline(OpenAILlm):
 
 
 def _model() -> OpenAILlm:
-    """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
-    decision), the target's deadline for an answer."""
-    client = AsyncOpenAI(
-        base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
-        max_retries=0,
-        timeout=deadline(),
-    )
-    return _Deadline(model=os.environ.get("CHAOS_MODEL", "scripted/model"), client=client)
+    """The model at chaos's scripted server, a whole answer within the target's deadline."""
+    return _Deadline(model=model_name(), client=model_client())
 
 
 def _app(resumable: bool) -> App:

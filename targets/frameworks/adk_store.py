@@ -27,9 +27,9 @@ def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
     return [part for part in parts or [] if isinstance(part, dict)]
 
 
-def _field(part: dict[str, Any], name: str) -> dict[str, Any] | None:
+def _field(part: dict[str, Any], snake: str, camel: str) -> dict[str, Any] | None:
     """A part's function call or response (pydantic dumps them snake_case; ADK's own JSON may be camel)."""
-    found = part.get(name, part.get(name.replace("_c", "C").replace("_r", "R")))
+    found = part.get(snake, part.get(camel))
     return found if isinstance(found, dict) else None
 
 
@@ -52,20 +52,22 @@ class AdkSessionStore(SqliteStore):
             event = json_value(raw, f"event {number}")
             if not isinstance(event, dict):  # ADK's own reader would fail on it: a finding
                 raise ValueError(f"event {number} is a JSON {type(event).__name__}, not an object")
-            texts = []
+            texts, acts = [], False  # (acts: the event calls a tool or answers a call)
             for part in _parts(event):
-                if (call := _field(part, "function_call")) is not None:
+                if (call := _field(part, "function_call", "functionCall")) is not None:
                     arguments = json.dumps(call.get("args") or {}, sort_keys=True)
                     calls.append(Call(str(call.get("id")), str(call.get("name")), arguments))
-                elif (answer := _field(part, "function_response")) is not None:
+                    acts = True
+                elif (answer := _field(part, "function_response", "functionResponse")) is not None:
                     response = json.dumps(answer.get("response"), sort_keys=True)
                     outputs.append(Output(str(answer.get("id")), response))
+                    acts = True
                 elif isinstance(part.get("text"), str) and not part.get("thought"):
                     texts.append(part["text"])
             if event.get("author") == "user":
                 inputs += ["".join(texts)] if texts else []
                 final = None
-            elif any(_field(p, "function_call") or _field(p, "function_response") for p in _parts(event)):
+            elif acts:
                 final = None
             elif texts and not event.get("partial"):
                 final = "".join(texts)

@@ -11,7 +11,10 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 T = TypeVar("T")
 
@@ -102,6 +105,24 @@ def deadline() -> float:
     """Seconds the bundled apps wait for one whole model answer (the target's ``request_deadline``, which
     chaos shortens where a fault withholds an answer)."""
     return float(os.environ.get("CHAOS_AGENT_TIMEOUT", "20"))
+
+
+def model_client() -> AsyncOpenAI:
+    """The official OpenAI client at chaos's scripted model server (the target's ``[env]``): no retries of
+    its own (a retry is the agent's decision, or its framework's), the target's deadline for each read."""
+    from openai import AsyncOpenAI  # (each bundled app's extra brings it; a driver alone needs none)
+
+    return AsyncOpenAI(
+        base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
+        max_retries=0,
+        timeout=deadline(),
+    )
+
+
+def model_name() -> str:
+    """The model the scripted server answers as (the target's ``CHAOS_MODEL``)."""
+    return os.environ.get("CHAOS_MODEL", "scripted/model")
 
 
 def whole_answer(ask: Callable[[], T], seconds: float) -> T:

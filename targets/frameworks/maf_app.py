@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -26,11 +25,10 @@ from agent_framework import (
     WorkflowContext,
     handler,
 )
-from openai import AsyncOpenAI
 
 from chaos.ledger import effect
 
-from .loading import TOOLS, deadline
+from .loading import TOOLS, deadline, model_client, model_name
 
 Message = dict[str, Any]
 
@@ -44,14 +42,7 @@ def _deploy(call: Message) -> Message:
 
 async def _answer(conversation: list[Message]) -> Message:
     """The model's next message, within the target's deadline (no retries of the client's own)."""
-    client = AsyncOpenAI(
-        base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
-        max_retries=0,
-        timeout=deadline(),
-    )
-    model = os.environ.get("CHAOS_MODEL", "scripted/model")
-    asked = client.chat.completions.create(model=model, messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
+    asked = model_client().chat.completions.create(model=model_name(), messages=conversation, tools=TOOLS)  # type: ignore[arg-type]
     answer = await asyncio.wait_for(asked, deadline())  # the client's own timeout is per read
     return answer.choices[0].message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
 

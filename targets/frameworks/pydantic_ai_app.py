@@ -16,10 +16,8 @@ are no steps and a recovery asks the model again, which answers with calls under
 from __future__ import annotations
 
 import asyncio
-import os
 
 from dbos import DBOS
-from openai import AsyncOpenAI
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -30,6 +28,8 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 
 from chaos.ledger import effect
+
+from .loading import deadline, model_client, model_name
 
 INSTRUCTIONS = "Deploy what you are asked to."
 
@@ -55,15 +55,8 @@ class _Deadline(WrapperModel):
 def _model() -> _Deadline:
     """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
     decision, and DBOS's), the target's deadline for the answer."""
-    deadline = float(os.environ.get("CHAOS_AGENT_TIMEOUT", "20"))
-    client = AsyncOpenAI(
-        base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
-        max_retries=0,
-        timeout=deadline,
-    )
-    model = os.environ.get("CHAOS_MODEL", "scripted/model")
-    return _Deadline(OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client)), deadline)
+    provider = OpenAIProvider(openai_client=model_client())
+    return _Deadline(OpenAIChatModel(model_name(), provider=provider), deadline())
 
 
 @DBOS.step()
