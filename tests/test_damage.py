@@ -18,6 +18,15 @@ def test_a_log_s_last_complete_line_no_longer_reads_and_a_torn_tail_stays() -> N
     assert bit_flip({"s.jsonl": b'{"c"'}) is None  # no complete line: nothing to change
 
 
+def test_a_store_written_whole_has_the_file_renamed_into_place_last_changed() -> None:
+    """Which file a rename made last is not in the files' bytes: the tracer names it."""
+    files = {"c/b.json": b'{"n": 2}', "c/a.json": b'{"n": 1}'}
+    damage = bit_flip(files, "c/a.json")
+    assert damage is not None and damage.path == "c/a.json" and damage.data == b'z"n": 1}'
+    assert "renamed into place last" in damage.said
+    assert bit_flip({"c/a.json": b""}, "c/a.json") is None  # an empty file: nothing to change
+
+
 def _wal_store(folder: Path) -> tuple[sqlite3.Connection, dict[str, bytes]]:
     db = sqlite3.connect(folder / "s.db")
     db.execute("PRAGMA journal_mode=WAL")

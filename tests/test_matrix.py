@@ -58,7 +58,11 @@ def test_each_fault_lands_where_its_kind_of_trouble_happens() -> None:
         assert _at(fault) == writes, f"{fault}: the first write of each kind"
         assert _at(fault, recovery=True) == ["header#1"], f"{fault}: a recovery's first write"
     assert _at("power-loss", recovery=True) == writes, "a power cut at each kind of write in recovery"
-    assert _at("abort") == ["entry:toolUse#1", "entry:tool#1", "entry:tool#2"], "between two calls"
+    for fault in ("abort", "terminate"):
+        assert _at(fault) == ["entry:toolUse#1", "entry:tool#1", "entry:tool#2"], (
+            f"{fault}: between two calls"
+        )
+        assert _at(fault, recovery=True) == ["model-request#2"], f"{fault}: a step's retry in recovery"
     for fault in ("reset", "cut-stream", "duplicate", "hang", "invalid-json", "trickle"):
         assert _at(fault) == ["model-request#1", "model-request#2"], f"{fault}: a first request and a retry"
         assert _at(fault, recovery=True) == ["model-request#2"], f"{fault}: a recovery's retried request"
@@ -70,6 +74,22 @@ def test_each_fault_lands_where_its_kind_of_trouble_happens() -> None:
     for recovery in (False, True):
         placed = place(FAULTS["postgres-crash"], commits, kinds, recovery)
         assert [str(b) for b in placed] == ["commit#1", "call-durable[tool=deploy]#1"], recovery
+    # a commit named by what it made durable is a kind of write and a moment between two calls, but
+    # never a second kill or power cut at a commit already counted
+    assert [str(b) for b in place(FAULTS["kill"], commits, kinds, False)] == [
+        "commit#1",
+        "commit#2",
+        "commit#3",
+    ]
+    assert [str(b) for b in place(FAULTS["power-loss"], commits, kinds, False)] == [
+        "commit#1",
+        "commit#2",
+        "commit#3",
+    ]
+    for fault in ("abort", "terminate"):
+        assert [str(b) for b in place(FAULTS[fault], commits, kinds, False)] == [
+            "call-durable[tool=deploy]#1"
+        ]
 
 
 def test_the_matrix_keeps_the_phase_order_and_only_what_the_target_can_take(tmp_path: Path) -> None:

@@ -417,6 +417,17 @@ def test_a_store_written_whole_commits_at_each_rename_and_a_power_cut_keeps_what
     assert "effect deploy ran before its tool call was durable in the store" in _causes(verdict)
     killed = api.run(scenario.with_crash(Strike(Boundary("commit", nth=3))), FILES_AGENT, target_env=bug)
     assert killed.ok, _causes(killed)  # (a kill keeps what the kernel has: the rename stands)
+    # damage at rest: the file renamed into place last (the tracer saw which) changes; the agent that
+    # cannot read it stops, one that takes it for no run loses the deploy's durable output
+    flipped = scenario.with_crash(Strike(Boundary("commit", nth=3), fault_name="bit-flip"))
+    refused = api.run(flipped, FILES_AGENT, results=tmp_path / "flipped")
+    assert refused.ok, _causes(refused)
+    assert "state/run.json: one byte of the file renamed into place last" in str(
+        refused.evidence.start.landing.damaged
+    )
+    careless = {"STORE_AGENT_BUG": "unreadable-as-empty"}
+    verdict = api.run(flipped, FILES_AGENT, results=tmp_path / "careless", target_env=careless)
+    assert _causes(verdict) == ["went on from an older state"]
 
 
 @pytest.mark.slow
@@ -497,11 +508,8 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
     # a disk fault fails the agent's own calls on its store's files: a server's store has none here
     assert "has none on this machine" in (FAULTS["disk-full"].unavailable_on_store("wire") or "")
     assert FAULTS["postgres-crash"].unavailable_on_store("wire") is None
-    assert "not built" in (FAULTS["bit-flip"].unavailable_on_store("rename") or "")
-    assert (
-        FAULTS["bit-flip"].unavailable_on_store() is None
-        and FAULTS["kill"].unavailable_on_store("rename") is None
-    )
+    assert all(FAULTS["bit-flip"].unavailable_on_store(commit) is None for commit in ("sqlite", "rename"))
+    assert FAULTS["kill"].unavailable_on_store("rename") is None
     assert FAULTS["connection-lost"].unavailable_on_store("wire") is None
     assert "needs a store on the world's PostgreSQL server" in (
         FAULTS["connection-lost"].unavailable_on_store() or ""

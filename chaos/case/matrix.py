@@ -28,6 +28,9 @@ from chaos.scenario.model import Boundary, Strike
 RECOVERY = " in recovery"  # a cell's suffix for a second crash in recovery
 # an answer's calls are planned; a call's result is in (in a session log, or in a framework's store)
 BETWEEN_CALLS = ("entry:toolUse", "entry:tool", "call-durable", "output-durable")
+# a store's commit named by what it made durable (``chaos.sweep.boundaries.store_moments``): a kind of
+# write of its own, and between two calls, but the same crash as one of the phase's ``commit#n``
+STORE_MOMENTS = ("call-durable", "output-durable")
 
 
 def request_kinds(
@@ -84,10 +87,10 @@ def place(fault: Fault, boundaries: list[Boundary], kinds: list[str], recovery: 
     where = fault.in_recovery if recovery else fault.matrix
     fits = [i for i, b in enumerate(boundaries) if fault.applies_to(b.what) is None]
     durable = [i for i in fits if boundaries[i].what not in IN_FLIGHT]
-    if where == "every":
-        chosen = fits
-    elif where == "durable":
-        chosen = durable
+    if where in ("every", "durable"):  # (every commit is one already: none named by what it made durable)
+        chosen = [
+            i for i in (fits if where == "every" else durable) if boundaries[i].what not in STORE_MOMENTS
+        ]
     elif where == "each-write":
         chosen = _first_of_each(kinds, durable)
     elif where == "first-write":

@@ -3,13 +3,15 @@ recovers it, never goes on silently from an older state.
 
 What the crash left durable is known: the crash prefix was saved before the disk changed it. A resume
 that refuses (it ends blocked or failed, or exits with a status of its own, having run no effect) is
-right: it said so. A resume that goes on is right only if what it recovered keeps every output that was
-durable and runs no effect again whose output was durable. Going on from the older state (a corrupt
+right: it said so. A resume that goes on is right only if what it recovered keeps every output, tool call
+and user input that was durable and runs no effect again whose output was durable. Going on from the older state (a corrupt
 last line dropped as if torn, a WAL read only up to the frame before the broken one) runs those effects
 again, or loses those outputs, without a word. While the store is damaged, this check judges the
 recovery; the checks that hold a recovery to the crash prefix do not (``chaos.check.check_all``)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from chaos.check.base import Check, phase_of
 from chaos.contract.reading import facts
@@ -20,10 +22,10 @@ from chaos.store import View
 NEEDS = "world"  # a session log's facts or a store's view, whichever the target keeps
 CATALOG = {
     "damage-not-silent": "a store damaged at rest is refused, or recovered without running an effect "
-    "again or losing an output that was durable; never resumed silently from an older state"
+    "again or losing an output, a call or an input that was durable; never resumed silently from an older state"
 }
 NAME = "a damaged store is refused or recovered, not resumed silently from an older state"
-EXPECTED = "refused, or recovered with every durable output and no effect run again"
+EXPECTED = "refused, or recovered with every durable output, call and input, and no effect run again"
 
 
 def damaged(ev: Evidence) -> Phase | None:
@@ -31,28 +33,43 @@ def damaged(ev: Evidence) -> Phase | None:
     return next((p for p in ev.phases if p.landing.damaged), None)
 
 
-def _log_outputs(log: bytes) -> dict[str, str]:
-    """The tool results a session log holds: call id -> its content."""
-    out = {}
+@dataclass(frozen=True)
+class Held:
+    """What a store held durable that a recovery must keep: each tool call's output (call id -> its
+    content), the tool calls, and the user's inputs."""
+
+    outputs: dict[str, str]
+    calls: frozenset[str]
+    inputs: tuple[str, ...]
+
+
+def _log_held(log: bytes) -> Held:
+    outputs, calls, inputs = {}, set(), []
     for fact in facts(log):
         entry = fact.get("entry")
         message = entry.get("message") if isinstance(entry, dict) else None
-        if isinstance(message, dict) and message.get("role") == "tool":
-            out[str(message.get("tool_call_id"))] = str(message.get("content"))
-    return out
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool":
+            outputs[str(message.get("tool_call_id"))] = str(message.get("content"))
+        elif message.get("role") == "user":
+            inputs.append(str(message.get("content")))
+        for call in message.get("tool_calls") or () if message.get("role") == "assistant" else ():
+            calls.add(str(call.get("id")) if isinstance(call, dict) else "")
+    return Held(outputs, frozenset(calls), tuple(inputs))
 
 
-def _view_outputs(view: View | None) -> dict[str, str]:
-    return {o.call_id: o.text for o in view.outputs} if view is not None else {}
+def _view_held(view: View | None) -> Held:
+    if view is None:
+        return Held({}, frozenset(), ())
+    return Held({o.call_id: o.text for o in view.outputs}, view.call_ids, view.inputs)
 
 
-def _outputs(ev: Evidence, phase: Phase) -> dict[str, str]:
-    """The tool calls whose output ``phase`` left durable, each with its output."""
-    return _log_outputs(phase.kept.log_after) if ev.facts else _view_outputs(phase.kept.view_after)
-
-
-def _final_outputs(ev: Evidence) -> dict[str, str]:
-    return _log_outputs(ev.final) if ev.facts else _view_outputs(ev.view)
+def _held(ev: Evidence, phase: Phase | None) -> Held:
+    """What ``phase`` left durable (None: the store as the run ended)."""
+    if ev.facts:
+        return _log_held(ev.final if phase is None else phase.kept.log_after)
+    return _view_held(ev.view if phase is None else phase.kept.view_after)
 
 
 def judge(ev: Evidence) -> list[Check]:
@@ -77,16 +94,20 @@ def judge(ev: Evidence) -> list[Check]:
     if refused and not any(p is first for p, _ in ran):
         how = ended or f"exit {process.returncode}"
         return [Check("damage-not-silent", NAME, True, EXPECTED, f"{said}; {first.name} refused it ({how})")]
-    durable = _outputs(ev, crashed)
-    again = sorted({str(e["callId"]) for _, e in ran if e.get("callId") in durable})
+    durable, final = _held(ev, crashed), _held(ev, None)
+    again = sorted({str(e["callId"]) for _, e in ran if e.get("callId") in durable.outputs})
     problems = [f"ran again the effect of call {c}, whose output was durable" for c in again]
-    final = _final_outputs(ev)
     problems += [
         f"lost the output of call {c}, which was durable"
-        + (f" (it now reads {final[c][:80]!r})" if c in final else "")
-        for c in sorted(durable)
-        if final.get(c) != durable[c]
+        + (f" (it now reads {final.outputs[c][:80]!r})" if c in final.outputs else "")
+        for c in sorted(durable.outputs)
+        if final.outputs.get(c) != durable.outputs[c]
     ]
+    problems += [f"lost tool call {c}, which was durable" for c in sorted(durable.calls - final.calls)]
+    if len(final.inputs) < len(durable.inputs):
+        problems.append(
+            f"lost {len(durable.inputs) - len(final.inputs)} of the user's inputs, which were durable"
+        )
     if problems:
         got = f"{said}, and the resume went on from an older state without a word: " + "; ".join(problems)
         return [Check("damage-not-silent", NAME, False, EXPECTED, got, cause="went on from an older state")]

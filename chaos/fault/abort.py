@@ -20,6 +20,7 @@ class Abort(Fault):
     needs = ("abort",)
     on_stores = True
     matrix = "between-calls"
+    in_recovery = "retry-request"  # a step's retry: the recovery retries the attempt a crash left unknown
     crashes = False
     enables = ("outcome", "prefix-reduces", "plan-followed")
 

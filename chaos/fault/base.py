@@ -350,10 +350,11 @@ class Fault:
     def arm(self, arming: Arming) -> None:
         """Before the phase: nothing, for a fault that only stops the target."""
 
-    def at_rest(self, files: dict[str, bytes]) -> Damage | None:
+    def at_rest(self, files: dict[str, bytes], renamed_last: str | None = None) -> Damage | None:
         """Once the crashed process is gone and its crash prefix is saved: what the disk does to the
-        store's files (path -> bytes, as the crash kept them) before the resume reads them (None:
-        nothing; ``chaos.fault.damage``)."""
+        store's files (path -> bytes, as the crash kept them; ``renamed_last``: in a store of files
+        written whole, the one a rename made last, which their bytes cannot tell) before the resume reads
+        them (None: nothing; ``chaos.fault.damage``)."""
         return None
 
     def stop(self, stop: Stop) -> Injection | None:

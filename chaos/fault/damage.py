@@ -2,7 +2,7 @@
 resume. Pure functions over the files a crash kept (path -> bytes); the fault ``bit-flip`` applies them.
 
 It acts on the newest thing the store wrote, by the store's own unit: a line of a session log or a file
-of lines; for SQLite, a WAL frame (a commit is one or more frames, the last one carrying the database's
+of lines; a file of a store written whole (the one renamed into place last); for SQLite, a WAL frame (a commit is one or more frames, the last one carrying the database's
 size) or, without a WAL, a page of the database file. A byte changed in a WAL frame breaks its checksum,
 and SQLite then reads the WAL only up to the frame before: the commit is gone without a word, which is
 the older state a framework resumes from if nothing tells it otherwise.
@@ -31,10 +31,13 @@ class Damage:
     said: str
 
 
-def newest(files: dict[str, bytes]) -> tuple[str, str] | None:
-    """The file that holds the newest writes, and its kind (``wal``, ``database`` or ``lines``): a
-    non-empty WAL first, then a SQLite database (its whole header there), then a file of lines; None when
-    nothing can be damaged."""
+def newest(files: dict[str, bytes], renamed_last: str | None = None) -> tuple[str, str] | None:
+    """The file that holds the newest writes, and its kind (``whole``, ``wal``, ``database`` or
+    ``lines``): in a store of files written whole, the one renamed into place last (``renamed_last``: the
+    tracer saw it; their bytes cannot tell), else a non-empty WAL, then a SQLite database (its whole
+    header there), then a file of lines; None when nothing can be damaged."""
+    if renamed_last is not None:
+        return (renamed_last, "whole") if files.get(renamed_last) else None
     for path, data in sorted(files.items()):
         if path.endswith("-wal") and len(data) > WAL_HEADER:
             return path, "wal"
@@ -67,16 +70,19 @@ def _frames(data: bytes) -> tuple[int, list[int]] | None:
     return page, list(range(WAL_HEADER, len(data) - size + 1, size))
 
 
-def bit_flip(files: dict[str, bytes]) -> Damage | None:
+def bit_flip(files: dict[str, bytes], renamed_last: str | None = None) -> Damage | None:
     """One byte of the newest unit changed (its lowest bit flipped): the first byte of a log's last line
-    (no reader can take it for JSON), a byte of a WAL's last frame's page (its checksum breaks), or the
-    first byte of a database's last page (its kind of page, or on page 1 the file's magic)."""
-    found = newest(files)
+    (no reader can take it for JSON), of a file written whole (the same, for a JSON checkpoint), a byte
+    of a WAL's last frame's page (its checksum breaks), or the first byte of a database's last page (its
+    kind of page, or on page 1 the file's magic)."""
+    found = newest(files, renamed_last)
     if found is None:
         return None
     path, kind = found
     data = files[path]
-    if kind == "lines":
+    if kind == "whole":
+        at, what = 0, "the file renamed into place last"
+    elif kind == "lines":
         at, what = _last_line(data), "its last line"
     elif kind == "wal":
         framed = _frames(data)

@@ -23,6 +23,7 @@ class Terminate(Fault):
     places = "anywhere"
     on_stores = True
     matrix = "between-calls"
+    in_recovery = "retry-request"  # a step's retry: the recovery retries the attempt a crash left unknown
     crashes = False  # the process runs on, its own code, until it ends or the grace period does
     enables = ("outcome",)
 

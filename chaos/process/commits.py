@@ -78,6 +78,7 @@ class Commits:
     loose: dict[str, bytes] = field(default_factory=dict)
     _renaming: dict[int, tuple[str, str]] = field(default_factory=dict)
     renamed: dict[str, bytes] = field(default_factory=dict)
+    renamed_last: str | None = None  # the store's file a rename made last in the phase: its newest
     dropped: bool = False  # a sync failed (fsync-error): the kernel may have dropped the dirty pages
 
     def _role(self, path: str) -> tuple[str, str] | None:
@@ -184,6 +185,7 @@ class Commits:
                     path.unlink(missing_ok=True)
                 Path(f"{path}-shm").unlink(missing_ok=True)
         kept.store_files = self._snapshot()
+        kept.renamed_last = self.renamed_last if self.renamed_last in kept.store_files else None
         kept.view_after = self.store.read(kept.store_files)
 
     def record(self, kept: Kept, traced: bool) -> None:
@@ -271,6 +273,7 @@ class Commits:
         renaming = self._renaming.pop(pid, None)
         if renaming is not None and result == 0:  # durable once its directory is synced: as last synced
             self.renamed[renaming[1]] = self.loose.pop(renaming[0], b"")
+            self.renamed_last = renaming[1]
         state = self._pending.pop(pid, None)
         made = result == 0 if state == "ended" else state in ("page", "line") and result > 0
         if made:

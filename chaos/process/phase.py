@@ -101,6 +101,7 @@ class Kept:
     writes: int = 0  # a server store's statements that wrote inside a transaction still open (the relay)
     calls_at_ledger: list[list[str]] | None = None
     calls_cut: frozenset[str] = frozenset()  # tool calls the store held as written that a power cut took
+    renamed_last: str | None = None  # a store of files written whole: the one a rename made last (newest)
     # A crashed phase: the digest of everything the next phase can read (``chaos.process.state``)
     state: str | None = None
 

@@ -309,7 +309,7 @@ def _at_rest(world: World, fault: Fault, phase: Phase) -> str | None:
     damaged file is written back for the resume to find; what was done, in words."""
     kept, log = phase.kept, _log_name(world)
     files = dict(kept.store_files) | ({log: kept.log_after} if log is not None else {})
-    damage = fault.at_rest(files)
+    damage = fault.at_rest(files, kept.renamed_last)
     if damage is None:
         return None
     damaged = world.box.workspace / damage.path

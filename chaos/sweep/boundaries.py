@@ -41,6 +41,21 @@ def phase_boundaries(phase: Phase) -> list[Boundary]:
     return boundaries
 
 
+def store_moments(phase: Phase) -> list[Boundary]:
+    """A store's commits named by what they made durable: each tool call and each output the phase added
+    (``call-durable#k``, ``output-durable#k``), as a session log's ``toolUse`` and ``tool`` entries are:
+    the matrix's kinds of write, and its moments between two calls. Each is also one of the phase's
+    ``commit#n``, so a fault placed at every commit does not land there again."""
+    after, before = phase.kept.view_after, phase.kept.view_before
+    if after is None:
+        return []
+    calls = sum(1 for c in after.calls if before is None or c not in before.calls)
+    outputs = sum(1 for o in after.outputs if before is None or o not in before.outputs)
+    return [Boundary("call-durable", {}, k) for k in range(1, calls + 1)] + [
+        Boundary("output-durable", {}, k) for k in range(1, outputs + 1)
+    ]
+
+
 def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list[str]:
     """Each boundary's kind of moment (a model request's: first, retry or compaction)."""
     requests = request_kinds(
@@ -53,7 +68,7 @@ def _kinds(evidence: Evidence, phase: Phase, boundaries: list[Boundary]) -> list
 
 
 def _crashes(space: CaseSpace, case: Case, evidence: Evidence, phase: Phase, recovery: bool) -> list[Strike]:
-    boundaries = phase_boundaries(phase)
+    boundaries = phase_boundaries(phase) + (store_moments(phase) if space.matrix else [])
     return space.crashes(case.target, boundaries, _kinds(evidence, phase, boundaries), recovery)
 
 

@@ -4,7 +4,8 @@ table: ``STORE_AGENT_BUG`` switches on one known bug at a time (``failed-then-do
 error failed is recorded failed, its first resume says so, and the next resume runs it on to the end).
 With ``STORE_AGENT_FILES=1`` the store is one JSON file written whole (``state/run.json``): each change
 written to a temporary file beside it, synced, renamed over it, and the directory synced, as an atomic
-checkpoint is written (``unsynced-rename``: the same with no sync at all, the rename alone).
+checkpoint is written (``unsynced-rename``: the same with no sync at all, the rename alone;
+``unreadable-as-empty``: a file it cannot read taken for no run at all).
 
 Correct, it is at most once: the call is durable before its effect, and a call found without its
 output on resume gets a synthetic "interrupted" output instead of running again.
@@ -29,7 +30,12 @@ WHOLE = Path("state/run.json") if os.environ.get("STORE_AGENT_FILES") == "1" els
 
 def _items() -> list[dict[str, Any]]:
     if WHOLE is not None:
-        return json.loads(WHOLE.read_text()) if WHOLE.exists() else []  # type: ignore[no-any-return]
+        try:
+            return json.loads(WHOLE.read_text()) if WHOLE.exists() else []  # type: ignore[no-any-return]
+        except ValueError:
+            if BUG == "unreadable-as-empty":  # the bug: a store it cannot read taken for no run at all
+                return []
+            raise
     if not STORE.exists():
         return []
     return [json.loads(line) for line in STORE.read_text().splitlines() if line.endswith("}")]
