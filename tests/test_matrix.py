@@ -109,6 +109,10 @@ def test_a_second_crash_follows_a_kill_at_the_first_boundary_of_each_kind() -> N
     assert not deepens(Strike(Boundary.parse("toolStarted#2")))
     assert not deepens(Strike(Boundary.parse("toolStarted#1"), "power-loss"))
     assert not deepens(Strike(Boundary.parse("model-request#1")))
+    # a store keeps no attempt: a kill mid-request is its step's only retry, crashed again there alone
+    assert deepens(Strike(Boundary.parse("model-request#1")), store=True)
+    assert not deepens(Strike(Boundary.parse("model-request#2")), store=True)
+    assert not deepens(Strike(Boundary.parse("effect-running[effect=deploy]#1")), store=True)
     assert CaseSpace(depth=2).deepens(Strike(Boundary.parse("toolStarted#2"), "power-loss"))
     assert not CaseSpace().deepens(Strike(Boundary.parse("toolStarted#1")))
 

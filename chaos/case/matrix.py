@@ -117,7 +117,17 @@ def matrix_crashes(
     return [Strike(b, name) for b in boundaries for name in placed[id(b)]]
 
 
-def deepens(crash: Strike) -> bool:
+def deepens(crash: Strike, store: bool = False) -> bool:
     """The matrix crashes this case's recovery again: a kill at the first boundary of its kind (each kind
-    of moment of the run once, not every boundary: depth 2 everywhere is ``--depth 2``)."""
-    return crash.fault_name == "kill" and crash.boundary.nth == 1 and crash.boundary.what not in IN_FLIGHT
+    of moment of the run once, not every boundary: depth 2 everywhere is ``--depth 2``). On a store,
+    whose model attempts leave nothing durable (a session log's ``stepAttempt`` does), a kill at the
+    first model request too: its recovery retries that step, and only that retry is crashed again
+    (``retried_step``)."""
+    if crash.fault_name != "kill" or crash.boundary.nth != 1:
+        return False
+    return crash.boundary.what not in IN_FLIGHT or (store and retried_step(crash))
+
+
+def retried_step(crash: Strike) -> bool:
+    """A kill while a model request was in flight: the recovery's crashes land at its retried request."""
+    return crash.boundary.what == "model-request"

@@ -56,9 +56,11 @@ class CaseSpace:
             return matrix_crashes(matrix_faults(target), boundaries, kinds, recovery)
         return [crash for boundary in boundaries for crash in self.crashes_at(boundary)]
 
-    def deepens(self, crash: Strike) -> bool:
-        """A case crashed at ``crash`` has its recovery crashed again (depth 2, or the matrix's cells)."""
-        return self.depth >= 2 or (self.matrix and deepens(crash))
+    def deepens(self, crash: Strike, target: Target | None = None) -> bool:
+        """A case of ``target`` crashed at ``crash`` has its recovery crashed again (depth 2, or the
+        matrix's cells)."""
+        store = target is not None and not target.facts
+        return self.depth >= 2 or (self.matrix and deepens(crash, store))
 
     def crashes_at(self, boundary: Boundary) -> list[Strike]:
         """One crash per fault of the space that can land at ``boundary``."""

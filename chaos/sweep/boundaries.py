@@ -4,7 +4,7 @@ matrix's cells) at those a recovery passed."""
 from __future__ import annotations
 
 from chaos.case.definition import Case
-from chaos.case.matrix import cell, moment, request_kinds, retried_attempts
+from chaos.case.matrix import cell, moment, request_kinds, retried_attempts, retried_step
 from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
 from chaos.contract.reading import facts, reduced
@@ -80,8 +80,11 @@ def children(case: Case, verdict: Verdict, space: CaseSpace) -> list[Strike]:
     evidence = verdict.evidence
     if case.crash is None:
         return _crashes(space, case, evidence, evidence.start, recovery=False)
-    if case.then_crash is None and evidence.recoveries and space.deepens(case.crash):
-        return _crashes(space, case, evidence, evidence.recoveries[0], recovery=True)
+    if case.then_crash is None and evidence.recoveries and space.deepens(case.crash, case.target):
+        crashes = _crashes(space, case, evidence, evidence.recoveries[0], recovery=True)
+        if space.matrix and retried_step(case.crash):
+            return [c for c in crashes if c.boundary.what == "model-request"]
+        return crashes
     return []
 
 

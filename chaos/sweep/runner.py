@@ -211,7 +211,9 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     parents.discard(id(case))
                     more = [c for crash in result.next for c in child_cases(case, crash, s)]
                     parents |= {
-                        id(c) for c in more if c.then_crash is None and c.crash and s.space.deepens(c.crash)
+                        id(c)
+                        for c in more
+                        if c.then_crash is None and c.crash and s.space.deepens(c.crash, c.target)
                     }
                     queue += more
                     total += len(more)
