@@ -3,10 +3,11 @@ recovers it, never goes on silently from an older state.
 
 What the crash left durable is known: the crash prefix was saved before the disk changed it. A resume
 that refuses (it ends blocked or failed, or exits with a status of its own, having run no effect) is
-right: it said so. A resume that goes on is right only if what it recovered keeps every output, tool call
-and user input that was durable and runs no effect again whose output was durable. Going on from the older state (a corrupt
-last line dropped as if torn, a WAL read only up to the frame before the broken one) runs those effects
-again, or loses those outputs, without a word. While the store is damaged, this check judges the
+right: it said so. A resume that goes on is right only if what it recovered keeps every output, tool
+call and user input that was durable and runs no effect again whose output was durable. Going on from
+the older state (a corrupt last line dropped as if torn, a WAL read only up to the frame before the
+broken one, an unreadable checkpoint skipped) runs those effects again, or loses those outputs, calls
+and inputs, without a word. While the store is damaged, this check judges the
 recovery; the checks that hold a recovery to the crash prefix do not (``chaos.check.check_all``)."""
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ class Held:
 
 
 def _log_held(log: bytes) -> Held:
-    outputs, calls, inputs = {}, set(), []
+    outputs: dict[str, str] = {}
+    calls: set[str] = set()
+    inputs: list[str] = []
     for fact in facts(log):
         entry = fact.get("entry")
         message = entry.get("message") if isinstance(entry, dict) else None
@@ -54,8 +57,8 @@ def _log_held(log: bytes) -> Held:
             outputs[str(message.get("tool_call_id"))] = str(message.get("content"))
         elif message.get("role") == "user":
             inputs.append(str(message.get("content")))
-        for call in message.get("tool_calls") or () if message.get("role") == "assistant" else ():
-            calls.add(str(call.get("id")) if isinstance(call, dict) else "")
+        elif message.get("role") == "assistant" and isinstance(message.get("tool_calls"), list):
+            calls.update(str(c.get("id")) for c in message["tool_calls"] if isinstance(c, dict))
     return Held(outputs, frozenset(calls), tuple(inputs))
 
 

@@ -2,8 +2,9 @@
 resume. Pure functions over the files a crash kept (path -> bytes); the fault ``bit-flip`` applies them.
 
 It acts on the newest thing the store wrote, by the store's own unit: a line of a session log or a file
-of lines; a file of a store written whole (the one renamed into place last); for SQLite, a WAL frame (a commit is one or more frames, the last one carrying the database's
-size) or, without a WAL, a page of the database file. A byte changed in a WAL frame breaks its checksum,
+of lines; a file of a store written whole (the one renamed into place last); for SQLite, a WAL frame (a
+commit is one or more frames, the last one carrying the database's size) or, without a WAL, a page of
+the database file. A byte changed in a WAL frame breaks its checksum,
 and SQLite then reads the WAL only up to the frame before: the commit is gone without a word, which is
 the older state a framework resumes from if nothing tells it otherwise.
 
