@@ -113,6 +113,20 @@ def test_langgraph_sync_keeps_at_least_once_with_a_stable_id(tmp_path: Path) -> 
 
 
 @langgraph
+def test_langgraph_runs_the_tools_after_a_task_s_writes_failed_to_sync(tmp_path: Path) -> None:
+    """LangGraph 1.2.24, ``durability="sync"``: the commit that makes the deploy's call durable is the
+    model task's ``put_writes``; its sync fails (EIO), and LangGraph, which waits before the next step only
+    for the checkpoint's own save, deploys anyway (the error surfaces at exit). With the pages the failed
+    sync dropped, the call is gone and the resume deploys under a new id."""
+    crash = Strike(Boundary("call-durable", {}, 1), fault_name="fsync-error")
+    verdict = api.run(api.load(ONE).with_crash(crash), "langgraph", results=tmp_path)
+    assert verdict.evidence.start.landing.exact and verdict.evidence.start.process.outcome == "failed"
+    first = verdict.failed[0] if verdict.failed else None
+    assert first is not None and first.id == "effect-after-durable-call", _problems(verdict)
+    assert "written but never synced" in first.got
+
+
+@langgraph
 def test_a_users_graph_declared_at_most_once_is_flagged(tmp_path: Path) -> None:
     scenario = api.load(ONE).with_crash(Strike(Boundary("effect-done", {"effect": "deploy"})))
     verdict = api.run(scenario, REPO / "tests" / "targets" / "langgraph-at-most-once.toml", results=tmp_path)
@@ -591,7 +605,8 @@ def test_agent_framework_checkpoints_are_renamed_into_place_and_never_synced(tmp
     again under the call's id and passes; the model and its tools in one superstep (``one_step``) deploy
     before any checkpoint holds the call. Two behaviours of the framework (1.23.0) fail the correct
     workflow: a checkpoint that cannot be written does not fail the run (the deploy runs on a call no
-    checkpoint holds), and no checkpoint is ever synced (a power cut takes the call of a deploy that ran)."""
+    checkpoint holds), and no checkpoint is ever synced (a power cut takes the call of a deploy that ran);
+    and one more under damage at rest (below)."""
     running = _runs_the_call_again_under_its_id("agent-framework", tmp_path / "workflow")
     spec = _with_app("agent-framework", "--checkpoints", "maf_app:one_step", tmp_path)
     verdict = api.run(running, spec, results=tmp_path / "one-step")
@@ -606,3 +621,9 @@ def test_agent_framework_checkpoints_are_renamed_into_place_and_never_synced(tmp
         assert first is not None and first.id == "effect-after-durable-call" and said in first.got, _problems(
             verdict
         )
+    # a third: a checkpoint it cannot read is skipped with a warning, and the resume goes back to the one
+    # before it (the file the tracer saw renamed into place last, damaged at rest)
+    crash = Strike(Boundary.parse("commit#3"), fault_name="bit-flip")
+    verdict = api.run(api.load(ONE).with_crash(crash), "agent-framework", results=tmp_path / "bit-flip")
+    assert _problems(verdict) == ["went on from an older state"]
+    assert "ran again the effect of call" in verdict.failed[0].got
