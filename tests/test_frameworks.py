@@ -400,6 +400,14 @@ def test_a_full_disk_under_dbos_fails_the_start_and_the_resume_finishes_it(tmp_p
     )
     assert verdict.evidence.recoveries[0].process.outcome == "completed"
     assert verdict.ok, _problems(verdict)
+    # a provider's fault at the recovery's retried step fails the workflow (DBOS records the step's error)
+    # as the same fault fails it in the first run: the run's honest end, not a finding
+    retried = api.load(ONE).with_crash(
+        Strike(Boundary("model-request")), Strike(Boundary("model-request"), fault_name="reset")
+    )
+    verdict = api.run(retried, "dbos", results=tmp_path / "retried")
+    assert verdict.evidence.recoveries[0].landing.exact, verdict.result().to_json()["phases"]
+    assert verdict.evidence.ended.process.outcome == "failed" and verdict.ok, _problems(verdict)
 
 
 @langgraph

@@ -99,9 +99,10 @@ class Evidence:
 
     @property
     def failed_by_provider(self) -> bool:
-        """The run ended failed under a fault of the provider's that it went on through (no crash): the
-        contract's answer too, so what the uninterrupted run went on to do is not owed."""
-        crash = self.scenario.crash
+        """The run ended failed under a fault of the provider's that it went on through (no crash), in the
+        first run or in a recovery (the last fault the case struck): the contract's answer too, so what
+        the uninterrupted run went on to do is not owed."""
+        crash = self.scenario.then_crash or self.scenario.crash
         return self.ended.process.outcome == "failed" and crash is not None and not crash.fault.crashes
 
     @property
