@@ -281,7 +281,7 @@ class Commits:
         return made
 
 
-def _count(boundary: Boundary, view: View, base: View) -> int:
+def newly_durable(boundary: Boundary, view: View, base: View) -> int:
     """How many of the boundary's calls (or outputs) ``view`` holds that ``base`` did not."""
     tool = boundary.where.get("tool")
     if boundary.what == "call-durable":
@@ -296,4 +296,4 @@ def reached(boundary: Boundary, count: int, views: list[View], base: View) -> bo
     if boundary.what == "commit":
         return count == boundary.nth
     before = views[-2] if len(views) > 1 else base
-    return _count(boundary, views[-1], base) >= boundary.nth > _count(boundary, before, base)
+    return newly_durable(boundary, views[-1], base) >= boundary.nth > newly_durable(boundary, before, base)

@@ -9,9 +9,11 @@ from chaos.case.space import CaseSpace
 from chaos.case.verdict import Verdict
 from chaos.contract.reading import facts, reduced
 from chaos.cycle.evidence import Evidence
+from chaos.process.commits import newly_durable
 from chaos.process.phase import Phase
 from chaos.process.watch import durable_boundaries
 from chaos.scenario.model import Boundary, Strike
+from chaos.store import View
 from chaos.sweep.settings import Settings
 
 
@@ -46,13 +48,13 @@ def store_moments(phase: Phase) -> list[Boundary]:
     (``call-durable#k``, ``output-durable#k``), as a session log's ``toolUse`` and ``tool`` entries are:
     the matrix's kinds of write, and its moments between two calls. Each is also one of the phase's
     ``commit#n``, so a fault placed at every commit does not land there again."""
-    after, before = phase.kept.view_after, phase.kept.view_before
+    after, before = phase.kept.view_after, phase.kept.view_before or View()
     if after is None:
         return []
-    calls = sum(1 for c in after.calls if before is None or c not in before.calls)
-    outputs = sum(1 for o in after.outputs if before is None or o not in before.outputs)
-    return [Boundary("call-durable", {}, k) for k in range(1, calls + 1)] + [
-        Boundary("output-durable", {}, k) for k in range(1, outputs + 1)
+    return [
+        Boundary(what, {}, k)
+        for what in ("call-durable", "output-durable")
+        for k in range(1, newly_durable(Boundary(what), after, before) + 1)
     ]
 
 
