@@ -41,6 +41,12 @@ def main() -> int:
     parser.add_argument("--largest", type=int, default=5, help="groups to list per sweep")
     args = parser.parse_args()
     for results in args.results:
+        if not (results / "sweep.jsonl").is_file():
+            print(
+                f"{results}: no sweep.jsonl here; name a sweep's results folder (its --results)",
+                file=sys.stderr,
+            )
+            return 2
         ran, by_state, unknown = groups(results)
         shared = sum(len(cases) for cases in by_state.values() if len(cases) > 1)
         saved = sum(len(cases) - 1 for cases in by_state.values())
