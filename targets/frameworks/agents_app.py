@@ -6,14 +6,17 @@ call id (an MCP tool's effect is recorded where it runs, at the server)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
-from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+from agents import Agent, ModelResponse, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
 from agents.mcp import MCPServerStreamableHttp
 from agents.tool_context import ToolContext
-from openai import AsyncOpenAI
 
 from chaos.ledger import effect
+
+from .loading import deadline, model_client, model_name
 
 set_tracing_disabled(True)  # no trace upload: the sandbox has no network but the scripted model
 
@@ -24,15 +27,18 @@ def _deploy(ctx: ToolContext[object], service: str) -> str:
     return f"deployed {service}"
 
 
+class _Deadline(OpenAIChatCompletionsModel):
+    """A whole answer within the target's deadline, or TimeoutError (the run fails, and a resume goes on
+    from the session): the client's own timeout is per read, and an answer that trickles in never trips
+    it."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.wait_for(super().get_response(*args, **kwargs), deadline())
+
+
 def _model() -> OpenAIChatCompletionsModel:
-    client = AsyncOpenAI(
-        base_url=os.environ["OPENAI_BASE_URL"],
-        api_key=os.environ.get("OPENAI_API_KEY", "chaos"),
-        max_retries=0,
-    )
-    return OpenAIChatCompletionsModel(
-        model=os.environ.get("CHAOS_MODEL", "scripted/model"), openai_client=client
-    )
+    """The model at chaos's scripted server, a whole answer within the target's deadline."""
+    return _Deadline(model=model_name(), openai_client=model_client())
 
 
 def _agent(approval: bool) -> Agent[object]:
