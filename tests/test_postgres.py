@@ -297,6 +297,31 @@ def test_a_server_crash_at_a_commit_is_met_by_the_agent_and_recovered(tmp_path: 
     assert refused == 2
 
 
+@needs_postgres
+@needs_ptrace
+@pytest.mark.slow
+def test_two_executors_on_one_store_a_woken_langgraph_runs_the_deploy_again(tmp_path: Path) -> None:
+    """paused-writer on a server store: the first executor frozen at a commit (the relay sees it), a
+    second recovers the run, then the first wakes. LangGraph fences no executor: frozen at its first
+    checkpoint after the saver's setup (commit 21 of this release: the input, no model answer yet), the
+    second deploys and ends, and the woken one asks the model again from its own memory and deploys under
+    a new call id. DBOS, frozen where the deploy's call is durable, passes. A store in files cannot host
+    it (its commits are the tracer's): exit 2, saying why."""
+    frozen = Strike(Boundary("commit", {}, 21), "paused-writer")
+    verdict = api.run(api.load(ONE).with_crash(frozen), LANGGRAPH, results=tmp_path / "langgraph")
+    phases = [p.name for p in verdict.evidence.phases]
+    assert phases[:3] == ["start", "resume-1", "start-continued"], phases
+    assert verdict.evidence.start.landing.reached
+    assert [c.id for c in verdict.failed] == ["effects-as-declared"], [c.cause for c in verdict.failed]
+    assert "repeated under a new call id" in verdict.failed[0].cause
+    frozen = Strike(Boundary("call-durable", {"tool": "deploy"}), "paused-writer")
+    verdict = api.run(api.load(ONE).with_crash(frozen), DBOS, results=tmp_path / "dbos")
+    assert "start-continued" in [p.name for p in verdict.evidence.phases]
+    assert verdict.evidence.start.landing.reached and verdict.ok, [c.cause for c in verdict.failed]
+    refused = main(["run", str(ONE), "--target", "langgraph", "--fault", "paused-writer"])
+    assert refused == 2
+
+
 @pytest.fixture
 def open_tmp() -> Iterator[Path]:
     """A temporary folder the server's user can reach (pytest's are closed to others), as chaos's TMPDIR:

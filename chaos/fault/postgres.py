@@ -50,10 +50,15 @@ class ServerStoreFault(Fault):
         return None if commit == "wire" else self.unavailable_on_log()
 
     def unavailable_on_log(self) -> str | None:
-        kinds = ", ".join(k for k in known() if store_named(k).server == "postgres")
         return (
-            f"the {self.name} fault needs a store on the world's PostgreSQL server ([store] kind = {kinds})"
+            f"the {self.name} fault needs a store on the world's PostgreSQL server "
+            f"([store] kind = {server_store_kinds()})"
         )
+
+
+def server_store_kinds() -> str:
+    """The registered stores that live on the world's PostgreSQL server, as a user names them."""
+    return ", ".join(k for k in known() if store_named(k).server == "postgres")
 
 
 class PostgresCrash(ServerStoreFault):
