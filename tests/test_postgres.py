@@ -310,7 +310,7 @@ def test_two_executors_on_one_store_a_woken_langgraph_runs_the_deploy_again(tmp_
     frozen = Strike(Boundary("commit", {}, 21), "paused-writer")
     verdict = api.run(api.load(ONE).with_crash(frozen), LANGGRAPH, results=tmp_path / "langgraph")
     phases = [p.name for p in verdict.evidence.phases]
-    assert phases[:3] == ["start", "resume-1", "start-continued"], phases
+    assert {"resume-1", "start-continued"} <= set(phases), phases  # (which went first: how B waited)
     assert verdict.evidence.start.landing.reached
     assert [c.id for c in verdict.failed] == ["effects-as-declared"], [c.cause for c in verdict.failed]
     assert "repeated under a new call id" in verdict.failed[0].cause
