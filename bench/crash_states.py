@@ -3,7 +3,8 @@
 Run: python bench/crash_states.py RESULTS [RESULTS ...], each the results folder of a sweep run by this
 chaos (its ``sweep.jsonl``). Each crashed phase records the digest of everything its resume can read
 (``chaos.process.state``: the log with the agent's own ids, clocks and sandbox paths renamed, or the
-store as its adapter reads it, and every other file of the workspace). Two cases of one scenario whose
+store as its adapter reads it, every other file of the workspace, the effects the world's ledger holds
+and the model's asks per step). Two cases of one scenario whose
 crashed starts left the same digest, and whose recoveries are crashed alike (``then``), feed their
 resumes the same inputs: ALICE and CrashMonkey run such a recovery once. Prints, per sweep: the cases
 run, the distinct crash states, the cases that share theirs with another, and the resumes a sweep that

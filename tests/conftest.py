@@ -92,6 +92,35 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, _cases(kind))
 
 
+# The longest tests of a clean clone's run (its --durations), started first: two workers then end together
+# on the short ones instead of one waiting out a two-minute sweep begun last. Order only; a stale name
+# costs nothing.
+LONGEST = (
+    "tests/test_node_agent.py::test_a_full_sweep_passes_with_exact_kills",
+    "tests/test_frameworks.py::test_an_interleaving_exploration_reports_the_orders_it_reached",
+    "tests/test_mcp.py::test_a_sweep_with_mcp_tools_is_clean_with_exact_kills[stdio]",
+    "tests/test_frameworks.py::test_recorded_steps_are_recovered_and_a_model_outside_them_is_caught",
+    "tests/test_store.py::test_a_disk_fault_lands_on_a_store_and_an_agent_that_ignores_it_is_caught",
+    "tests/test_hostile_run.py::test_a_target_env_secret_is_in_no_file_a_sweep_or_a_mine_writes",
+    "tests/test_postgres.py::test_langgraph_on_postgres_is_killed_exactly_at_the_server_answer_and_keeps",
+    "tests/test_frameworks.py::test_an_approval_given_later_by_a_separate_command",
+    "tests/test_mcp.py::test_a_sweep_with_mcp_tools_is_clean_with_exact_kills[http]",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (``LONGEST``, by prefix of their node id), then the slow ones, then the
+    rest; otherwise in collection order."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        first = next((n for n, name in enumerate(LONGEST) if item.nodeid.startswith(name)), None)
+        if first is not None:
+            return 0, first
+        return (1, 0) if item.get_closest_marker("slow") else (2, 0)
+
+    items.sort(key=rank)
+
+
 def unpack_case(case: Any) -> tuple[Path, dict[str, Any]]:
     if case[0] == "missing":
         pytest.fail(f"{ENV} points at a folder without {case[1]}")

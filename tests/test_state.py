@@ -4,11 +4,12 @@ the same state however their runs named things, and tells apart any two that lef
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from chaos.case.run import run_case
 from chaos.process.phase import Kept
-from chaos.process.state import canonical_log, crash_state
+from chaos.process.state import canonical_ledger, canonical_log, crash_state
 from chaos.scenario import load_scenario
 from chaos.scenario.model import Boundary, Strike
 from chaos.scenario.target import find_target, load_target
@@ -37,6 +38,17 @@ def test_two_runs_that_made_the_same_facts_durable_read_alike() -> None:
     assert canonical_log(ONE, places) != canonical_log(crossed, (b"/tmp/chaos-bbb/workspace",))
     # a torn tail is part of the state
     assert canonical_log(ONE + b'{"seq":2', places) != canonical_log(ONE, places)
+
+
+def test_two_ledgers_of_the_same_effects_read_alike() -> None:
+    """Which effects ran, for which calls, in which of the run's processes: not when, nor under which pid."""
+    one = b'{"effect":"deploy","pid":4242,"phase":"start","time":1796595925.4}\n{"effect":"deploy","pid":4242,"phase":"done","time":1796595925.5}\n'
+    two = one.replace(b"4242", b"977").replace(b"1796595925", b"1796596000")
+    assert canonical_ledger(one) == canonical_ledger(two)
+    assert canonical_ledger(one) != canonical_ledger(
+        one.replace(b'"pid":4242,"phase":"done"', b'"pid":5,"phase":"done"')
+    )
+    assert canonical_ledger(one) != canonical_ledger(one.split(b"\n")[0] + b"\n")  # the effect never ended
 
 
 def test_every_other_file_of_the_workspace_is_part_of_the_state(tmp_path: Path) -> None:
@@ -77,3 +89,20 @@ def test_a_kill_and_a_power_cut_where_all_was_synced_leave_one_state(tmp_path: P
         states.append(verdict.evidence.start.kept.state)
     assert states[0] is not None and states[0] == states[1] != states[2]
     assert verdict.result().phases[0].state == states[2]  # kept in verdict.json and the journal
+
+
+def test_a_kill_before_an_effect_and_one_during_it_leave_one_log_and_two_states(tmp_path: Path) -> None:
+    """The intent is durable in both, and the deploy ran in one only: the log cannot tell them apart, the
+    world (the effect ledger) can, and a recovery of one judged for the other would be wrong."""
+    scenario = load_scenario(REPO / "scenarios" / "deploy-intent-durable.toml")
+    target = load_target(find_target("reference"))
+    kept = []
+    for n, crash in enumerate(("toolStarted[toolName=bash]", "effect-running[effect=deploy]")):
+        strike = Strike(Boundary.parse(crash), "kill")
+        verdict = run_case(scenario.with_crash(strike), target, folder=tmp_path / str(n))
+        assert verdict.evidence.start.landing.reached
+        kept.append((verdict.evidence.prefix, verdict.evidence.start.kept.state))
+    world = re.compile(rb'"(?:cwd|environmentIdentity)":"[^"]*"')  # each world's own folder
+    logs = [canonical_log(world.sub(b"<world>", prefix)) for prefix, _ in kept]
+    assert logs[0] == logs[1]
+    assert None not in (kept[0][1], kept[1][1]) and kept[0][1] != kept[1][1]

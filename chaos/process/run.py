@@ -33,7 +33,7 @@ from chaos.process.commits import Commits
 from chaos.process.durability import Durability, LogModel, Model
 from chaos.process.phase import ABORT, Phase
 from chaos.process.record import Landed
-from chaos.process.state import crash_state
+from chaos.process.state import crash_state, ledger_of
 from chaos.process.stop import Decide, Stopper, Trigger
 from chaos.process.tree import TracedProcess
 from chaos.process.waiting import Waiting
@@ -321,9 +321,12 @@ def _at_rest(world: World, fault: Fault, phase: Phase) -> str | None:
 
 def _state(world: World, phase: Phase) -> str | None:
     """The crash state the phase left: what the next phase reads (``chaos.process.state``)."""
-    return crash_state(
-        phase.kept, world.box.workspace, _log_name(world), world.box.root, phase.landing.damaged
-    )
+    box = world.box
+    effects = ledger_of(box.ledger)
+    if effects is None:
+        return None
+    at = (effects, world.server.attempts_per_step())
+    return crash_state(phase.kept, box.workspace, _log_name(world), box.root, phase.landing.damaged, at)
 
 
 def phase_steps(

@@ -3,7 +3,10 @@
 ALICE and CrashMonkey bound their work by the distinct states a crash can leave, not by the places it
 can happen: two cases whose crashed phases left the same state feed their resumes the same inputs. The
 digest covers what the next process reads: the session log (or the store, as its adapter reads it)
-and every other file of the workspace. Two runs of one agent never write the same bytes (its own ids,
+and every other file of the workspace; and what the world holds of the run, which the resume meets and
+the checks judge: the effects that ran (the ledger) and how many times the model was asked at each step
+(the model server answers a retry by its count). A kill before an effect and one after it leave the same
+log and different worlds. Two runs of one agent never write the same bytes (its own ids,
 its clock, the sandbox's path), so the log is compared with those renamed (``canonical_log``), and a
 framework's store by its view with its call ids renamed (``View.normalized``): equal digests mean equal
 states up to names the agent chose itself. Anything else that differs (a random token that is no UUID,
@@ -25,11 +28,13 @@ from chaos.process.phase import Kept
 
 UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # a JSON member whose name says it holds a moment (timestamp, createdAt, startedAt, time, ts)
+PID = re.compile(rb'"pid"\s*:\s*(\d+)')  # the process an effect ran in: a number the system chose
 CLOCK = re.compile(rb'"(\w*(?:[Aa]t|[Tt]imestamp|[Tt]ime|ts))"\s*:\s*("[^"\\]{0,64}"|-?\d+(?:\.\d+)?)')
 MAX_FILES = 10_000  # files of a workspace the digest reads; more make the state unknown (None)
 MAX_DEPTH = 64  # folders deep it walks; deeper ones make the state unknown
 MAX_BYTES = 256 * 1024 * 1024  # bytes of one file it reads; the rest is counted, not read
 CHUNK = 1 << 20
+MAX_LEDGER = 16 * 1024 * 1024  # bytes of the effect ledger it compares; a longer one makes the state unknown
 
 
 def canonical_log(log: bytes, places: tuple[bytes, ...] = ()) -> bytes:
@@ -41,6 +46,15 @@ def canonical_log(log: bytes, places: tuple[bytes, ...] = ()) -> bytes:
     names: dict[bytes, bytes] = {}
     log = UUID.sub(lambda m: names.setdefault(m.group(0).lower(), b"<id-%d>" % len(names)), log)
     return CLOCK.sub(lambda m: b'"' + m.group(1) + b'":0', log)
+
+
+def canonical_ledger(ledger: bytes, places: tuple[bytes, ...] = ()) -> bytes:
+    """The effect ledger as ``canonical_log`` reads a log, each process id also renamed by the order it
+    first appears in: which effects ran, for which calls, in which process of the run, not when or under
+    which number."""
+    pids: dict[bytes, int] = {}
+    ledger = PID.sub(lambda m: b'"pid":%d' % pids.setdefault(m.group(1), len(pids)), ledger)
+    return canonical_log(ledger, places)
 
 
 def file_digests(workspace: Path, skip: frozenset[str]) -> list[tuple[str, str]] | None:
@@ -83,19 +97,40 @@ def _sha(path: str, size: int) -> str:
     return f"{hasher.hexdigest()}:{size}"
 
 
+def ledger_of(path: Path) -> bytes | None:
+    """The effect ledger's bytes (none yet: empty), or None past ``MAX_LEDGER`` (the state is unknown)."""
+    try:
+        with open(path, "rb") as opened:
+            data = opened.read(MAX_LEDGER + 1)
+    except FileNotFoundError:
+        return b""
+    return data if len(data) <= MAX_LEDGER else None
+
+
 def crash_state(
-    kept: Kept, workspace: Path, log: str | None, sandbox: Path, damaged: str | None = None
+    kept: Kept,
+    workspace: Path,
+    log: str | None,
+    sandbox: Path,
+    damaged: str | None = None,
+    world: tuple[bytes, dict[str, int]] = (b"", {}),
 ) -> str | None:
     """The digest of what the next phase can read after ``kept`` (a session log at ``log``, relative to
     ``workspace``, or a framework's store as its view read it, and what a fault then ``damaged`` at
-    rest), or None where it is unknown."""
+    rest) and of the ``world`` (the effect ledger's bytes, the model's asks per step), or None where it
+    is unknown."""
     others = file_digests(workspace, frozenset([*kept.store_files, *([log] if log else [])]))
     if others is None:
         return None
+    places = (str(workspace).encode(), str(sandbox).encode())
     if kept.view_after is not None:
         held: object = kept.view_after.normalized()
     else:
-        places = (str(workspace).encode(), str(sandbox).encode())
         held = canonical_log(kept.log_after, places).decode("utf-8", "replace")
-    body = orjson.dumps({"held": held, "files": others, "damaged": damaged}, option=orjson.OPT_SORT_KEYS)
+    ledger, asked = world
+    effects = canonical_ledger(ledger, places).decode("utf-8", "replace")
+    body = orjson.dumps(
+        {"held": held, "files": others, "damaged": damaged, "effects": effects, "asked": asked},
+        option=orjson.OPT_SORT_KEYS,
+    )
     return hashlib.sha256(body).hexdigest()[:16]
