@@ -381,7 +381,7 @@ def sweep(
         junit=junit,
         save_baseline=write_baseline,
         interrupted=interrupted,
-        starts=[str(choice) for choice in run.starts.choices.values()],
+        starts=[str(choice) for choice in run.starts.choices.values()] + run.shares.said(),
     )
     if not run.results and not interrupted:
         budget = settings.space.budget

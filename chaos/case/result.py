@@ -63,6 +63,9 @@ class CaseResult:
     exact: bool | None = None
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    # the case folder of the case that left the same crash state first, whose recovery this one took
+    # instead of running its own (``chaos.cycle.share``; its reproduce line runs its own)
+    shared_with: str = ""
     reproduce: str = ""
     folder: str = ""
     chaos_version: str = ""

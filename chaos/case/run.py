@@ -10,11 +10,12 @@ from typing import Any
 
 from chaos.case.record import Record, default_folder
 from chaos.case.verdict import Verdict
-from chaos.check import Check, check_all
+from chaos.check import CATALOG, Check, check_all
 from chaos.cycle.configuration import tool_names
 from chaos.cycle.drive import Pause, drive_cycle, said_last
 from chaos.cycle.evidence import Evidence, timed
-from chaos.errors import Skipped, UsageError
+from chaos.cycle.share import Shares
+from chaos.errors import InternalError, Skipped, UsageError
 from chaos.ledger import LedgerError
 from chaos.process.phase import Phase
 from chaos.process.warm import WarmStarts
@@ -37,11 +38,13 @@ def run_case(
     judges: tuple[Judge, ...] = (),
     clean: Evidence | None = None,
     warm: WarmStarts | None = None,
+    share: Shares | None = None,
 ) -> Verdict:
     """Run one crash cycle and record it; the verdict says whether every check held.
 
     A framework agent's store is judged against the uninterrupted run of the same scenario: ``clean``
-    (a sweep's clean run), else run here, into the case's ``clean`` folder.
+    (a sweep's clean run), else run here, into the case's ``clean`` folder. ``share``: a sweep's crash
+    states (``chaos.cycle.share``): the case may take the recovery of a case that left its state first.
     Raises ``Skipped`` (before anything runs) when the scenario needs what the target does not declare."""
     unmet_need = store_mismatch(scenario, target) or unmet(
         scenario, target, lambda: tool_names(target, dict(extra_env or {}))
@@ -55,7 +58,9 @@ def run_case(
     record.clear()  # a reused folder: no earlier run's phase files stay beside this one's
     began = time.monotonic()
     try:
-        evidence = drive_cycle(scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm)
+        evidence = drive_cycle(
+            scenario, target, dict(extra_env or {}), folder, record.keep, pause, warm, share
+        )
     except LedgerError as err:  # the agent wrote the ledger itself: what it holds cannot be trusted
         raise UsageError(f"{scenario.path or scenario.name}: {target.name}: {err}") from None
     unrun = could_not_run(evidence, folder)
@@ -91,10 +96,27 @@ def run_case(
         checks = check_all(evidence)
         for judge in judges:
             checks += judge(evidence, folder)
+        if evidence.twin is not None:
+            _agrees(scenario, evidence.twin, checks)
     verdict = Verdict(scenario, evidence, checks, folder, time.monotonic() - began)
     with timed(evidence.timings, "record"):
         record.write_verdict(verdict.result().to_json())
     return verdict
+
+
+def _agrees(scenario: Scenario, twin: Evidence, checks: list[Check]) -> None:
+    """Under ``--crash-states verify``: the case judged on the recovery it would have taken from the case
+    that left its crash state first must be judged as on its own recovery, check by check."""
+    shared = {(c.id, c.ok) for c in check_all(twin)}
+    own = {(c.id, c.ok) for c in checks if c.id in CATALOG}
+    if shared != own:
+        differ = sorted({check for check, _ in shared ^ own})
+        raise InternalError(
+            f"{scenario.path or scenario.name} @ {scenario.crash}: judged on the recovery of "
+            f"{twin.shared_from}, which left the same crash state, it is judged otherwise than on its own "
+            f"({', '.join(differ)}): chaos shares recoveries it must not (run with --crash-states every, and "
+            "report this)"
+        )
 
 
 def could_not_run(evidence: Evidence, folder: Path) -> str | None:

@@ -102,6 +102,7 @@ class Verdict:
             exact=start.landing.exact,
             seconds=round(self.seconds, 3),
             timings={part: round(s, 4) for part, s in self.evidence.timings.items()},
+            shared_with=self.evidence.shared_from or "",
             reproduce=self.reproduce(),
             folder=str(self.folder),
             chaos_version=__version__,

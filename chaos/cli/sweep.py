@@ -12,6 +12,7 @@ from chaos import api
 from chaos.case.record import outputs_writable
 from chaos.case.space import CaseSpace
 from chaos.cli.options import Commands, faults, notice_polling, positive_int, say, seconds, shard, target_env
+from chaos.cycle.share import MODES
 from chaos.errors import ExitCode, UsageError
 from chaos.report.summary import render_summary
 from chaos.sweep.settings import Settings
@@ -44,6 +45,7 @@ def sweep(args: argparse.Namespace) -> int:
         keep_all=args.keep_all,
         resume=args.resume,
         timeout=args.timeout,
+        crash_states=args.crash_states,
     )
     done = api.sweep(
         args.scenarios,
@@ -144,6 +146,13 @@ def add(commands: Commands) -> None:
     p.add_argument("--keep-all", action="store_true", help="keep every run folder, not only findings'")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --results")
     p.add_argument("--timeout", type=seconds, help="seconds per phase")
+    p.add_argument(
+        "--crash-states",
+        choices=MODES,
+        default="shared",
+        help="shared (default): a crash state's recovery runs once, and the cases that leave the same state "
+        "take it; every: each case runs its own; verify: both, compared case by case (a difference is exit 3)",
+    )
     faults(
         p,
         ("the fault matrix: each fault where its kind of trouble happens, docs/crash-model.md",),

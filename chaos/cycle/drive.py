@@ -22,6 +22,7 @@ from typing import Any
 from chaos.contract.reading import session_id
 from chaos.cycle.configuration import current_of
 from chaos.cycle.evidence import Evidence, timed
+from chaos.cycle.share import Recovery, Shares
 from chaos.errors import TargetUnusable
 from chaos.ledger import entries as read_ledger
 from chaos.process.approval import THEN
@@ -152,6 +153,15 @@ def _session(world: World, phase: Phase) -> str | None:
     return world.store.session_id(phase.kept.store_files) or SESSION
 
 
+@dataclass
+class Borrowed:
+    """A recovery this case took from the case that reached its crash state first (``chaos.cycle.share``),
+    instead of running its own; under ``verify``, the one it would have taken (``twin``)."""
+
+    took: Recovery | None = None
+    twin: Recovery | None = None
+
+
 def _cycle(
     world: World,
     out: Path,
@@ -159,6 +169,7 @@ def _cycle(
     pause: Pause | None,
     phases: list[Phase],
     timings: dict[str, float],
+    borrowed: Borrowed,
 ) -> tuple[dict[str, Any] | None, Scenario]:
     """The cycle of every target: (a compaction scenario's clean setup run,) the start, crashed at its
     boundary (or paused there for a person), then resumed until a resume ends by itself (crashing the first
@@ -188,6 +199,15 @@ def _cycle(
     sid = _session(world, start)
     if start.process.timed_out or sid is None:
         return current, judged  # (an unreadable header: the prefix check says why)
+    if world.share is not None and crashed:
+        borrowed.took = world.share.take(world, start)
+        borrowed.twin = world.share.compare(world, start) if world.share.mode == "verify" else None
+        if borrowed.took is not None:  # its recovery is the representative's, in this case's names
+            for phase in borrowed.took.phases:
+                if keep is not None:
+                    keep(phase)
+                phases.append(phase)
+            return current, judged
     resume = _approved(world, target.resume, config, session_id=sid)
     paused = start if start.process.frozen is not None else None  # a second writer resumes meanwhile
     crash, index = scenario.then_crash, 1
@@ -215,6 +235,7 @@ def drive_cycle(
     keep: Keep | None = None,
     pause: Pause | None = None,
     warm: WarmStarts | None = None,
+    share: Shares | None = None,
 ) -> Evidence:
     """Run one crash cycle of ``scenario`` against ``target``; processes' output goes to ``out``. A target
     with a ``[store]`` is driven at the commits of its store, and read through its adapter. With ``warm``,
@@ -222,22 +243,41 @@ def drive_cycle(
     timings: dict[str, float] = {}
     with timed(timings, "world"):
         world = open_world(scenario, target, extra_env)
-        world.starts = warm
+        world.starts, world.share = warm, share
     phases: list[Phase] = []
+    borrowed = Borrowed()
     try:
-        current, judged = _cycle(world, out, keep, pause, phases, timings)
-        return Evidence(
-            judged,
-            target,
-            extra_env,
-            phases,
-            current,
-            read_ledger(world.box.ledger, world.approval_key),
-            world.server.request_log(),
-            world.server.attempts_per_step(),
-            timings,
-        )
+        current, judged = _cycle(world, out, keep, pause, phases, timings, borrowed)
+        ledger = read_ledger(world.box.ledger, world.approval_key)
+        requests, attempts = world.server.request_log(), world.server.attempts_per_step()
+        took, twin = borrowed.took, borrowed.twin
+        if took is not None:
+            ledger, requests, attempts = (
+                ledger + list(took.ledger),
+                requests + list(took.requests),
+                took.attempts,
+            )
+        evidence = Evidence(judged, target, extra_env, phases, current, ledger, requests, attempts, timings)
+        evidence.shared_from = took.case if took is not None else None
+        if twin is not None:  # (verify) the same case judged on the recovery it would have taken
+            started = phases.index(evidence.start) + 1
+            evidence.twin = Evidence(
+                judged,
+                target,
+                extra_env,
+                phases[:started] + list(twin.phases),
+                current,
+                ledger[: twin.ledger_from] + list(twin.ledger),
+                requests[: twin.requests_from] + list(twin.requests),
+                twin.attempts,
+            )
+            evidence.twin.shared_from = twin.case
+        if world.share is not None and took is None:
+            world.share.offer(world, out.name, phases, ledger, requests, attempts)
+        return evidence
     finally:
+        if world.share is not None:
+            world.share.release(world)
         for phase in phases:  # a paused writer never outlives the cycle, whatever ended it
             if phase.process.frozen is not None:
                 phase.process.reaped, phase.process.frozen = phase.process.frozen.reap(), None

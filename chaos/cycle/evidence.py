@@ -45,6 +45,11 @@ class Evidence:
     # The same scenario run without a crash, for checks that compare a framework's store with it (set by
     # the case: ``chaos.case.run``); a case without a crash is its own.
     clean: Evidence | None = None
+    # The case folder of the case that reached this crash state first, whose recovery this one took
+    # (``chaos.cycle.share``); and under ``--crash-states verify``, this case judged on the recovery it
+    # would have taken, to compare.
+    shared_from: str | None = None
+    twin: Evidence | None = None
 
     @property
     def facts(self) -> bool:

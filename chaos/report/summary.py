@@ -35,7 +35,8 @@ class Summary:
         default_factory=list
     )  # decision-tree rows the baseline's night faced, not this one
     interrupted: bool = False  # chaos was interrupted: ``not_run`` holds the cases it had not finished
-    starts: list[str] = field(default_factory=list)  # how each target's processes started, and why
+    # how each target's processes started, and why; what a sweep that verified its crash states found
+    starts: list[str] = field(default_factory=list)
 
     @property
     def ran(self) -> list[CaseResult]:
@@ -68,6 +69,11 @@ class Summary:
     @property
     def exact(self) -> int:
         return sum(1 for r in self._started(paused=False) if r.start and r.start.exact)
+
+    @property
+    def shared(self) -> int:
+        """Cases that took the recovery of a case that left the same crash state first (``chaos.cycle.share``)."""
+        return sum(1 for r in self.ran if r.shared_with)
 
     @property
     def orders(self) -> tuple[int, int]:
@@ -119,6 +125,7 @@ class Summary:
             "precision": round(self.exact / self.reached, 4) if self.reached else None,
             "paused": self.paused,  # paused writers (SIGSTOP): timed by polling, not counted as kills
             "pausedExact": self.paused_exact,
+            "sharedRecoveries": self.shared,
             "orders": dict(zip(("parked", "overtaken"), self.orders, strict=True)),
             "orderKinds": self.order_kinds,
             "seconds": round(self.seconds, 2),
@@ -198,6 +205,11 @@ def render_summary(summary: Summary, mined: list[str] | None = None, mine: Path 
         lines.append(
             f"  paused writers: {summary.paused_exact}/{summary.paused} paused exactly at their boundary "
             "(timed by polling)"
+        )
+    if summary.shared:
+        lines.append(
+            f"  crash states: {summary.shared} case(s) left the state an earlier case had left, and took its "
+            "recovery (--crash-states every: each runs its own)"
         )
     lines += [f"  {line}" for line in summary.starts]
     if summary.not_run:

@@ -27,6 +27,7 @@ from chaos.case.run import Judge, run_case
 from chaos.case.starts import Starts
 from chaos.case.verdict import Verdict
 from chaos.cycle.evidence import Evidence
+from chaos.cycle.share import Shares
 from chaos.errors import Skipped
 from chaos.process import phase as phases
 from chaos.process.warm import WarmStarts
@@ -52,6 +53,7 @@ class Sweep:
     # each scenario's uninterrupted run, what a framework agent's crash cases are judged against
     cleans: dict[str, Evidence] = field(default_factory=dict)
     starts: Starts = field(default_factory=Starts)  # cold or warm, per target (chaos.case.starts)
+    shares: Shares = field(default_factory=Shares)  # crash states and their recoveries (chaos.cycle.share)
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,7 +93,15 @@ class Sweep:
             def run(starts: WarmStarts | None, where: Path) -> Verdict:
                 env, timeout = s.target_env, s.timeout
                 return run_case(
-                    scenario, case.target, env, where, timeout, judges=self.judges, clean=clean, warm=starts
+                    scenario,
+                    case.target,
+                    env,
+                    where,
+                    timeout,
+                    judges=self.judges,
+                    clean=clean,
+                    warm=starts,
+                    share=self.shares,
                 )
 
             verdict = run(warm, folder)
@@ -182,6 +192,7 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     phases.ABORT.clear()  # an earlier interrupted sweep of this process does not stop this one
     s.results.mkdir(parents=True, exist_ok=True)
     sweep.load_journal(identity(s, scenarios, target_of))
+    sweep.shares = Shares(s.crash_states)
     progress = Progress(sweep)
     pending: dict[Future[CaseResult], Case] = {}
     queue = [Case(scenario, target_of(scenario), None) for scenario in scenarios]

@@ -20,3 +20,6 @@ class Settings:
     keep_all: bool = False
     resume: bool = False
     timeout: float | None = None
+    # each crash state's recovery run once and taken by the cases that leave that state after its first
+    # ("shared"), every case's own ("every"), or both, compared case by case ("verify"): chaos.cycle.share
+    crash_states: str = "shared"

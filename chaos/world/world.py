@@ -45,6 +45,9 @@ class World:
     # how its phases' processes start: a ``chaos.process.warm.WarmStarts`` (forks of a warm interpreter,
     # where a sweep chose them), or None (each a new process)
     starts: Any = None
+    # the sweep's crash states and the recoveries their first cases ran (``chaos.cycle.share.Shares``), or
+    # None (every case recovers by itself)
+    share: Any = None
     # where the world serves the target's tools over MCP: the URL of its Streamable HTTP server, once
     # started (``chaos.world.mcp``; "" otherwise), and what stops that server when the world closes
     mcp_url: str = ""
