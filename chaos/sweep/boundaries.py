@@ -113,3 +113,20 @@ def child_cases(case: Case, crash: str, settings: Settings) -> list[Case]:
         else Case(case.scenario, case.target, case.crash, found)
     )
     return [child] if child.in_shard(settings.shard) else []
+
+
+def spread(cases: list[Case]) -> list[Case]:
+    """``cases`` by fault, in the order each fault first appears (each fault's cases in their own order).
+    The faults at one boundary are the cases likeliest to leave one crash state; run apart, a later one
+    finds the first one's recovery done and takes it (``chaos.cycle.share``) instead of waiting for it
+    beside a worker left idle."""
+    rank: dict[str, int] = {}
+    for case in cases:
+        rank.setdefault(_fault(case), len(rank))
+    return sorted(cases, key=lambda case: rank[_fault(case)])
+
+
+def _fault(case: Case) -> str:
+    """The fault of the case's last crash (its second one, in a recovery, where it has one)."""
+    strike = case.then_crash or case.crash
+    return strike.fault_name if strike is not None else ""

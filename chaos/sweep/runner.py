@@ -34,7 +34,7 @@ from chaos.process.warm import WarmStarts
 from chaos.report.html import view_of
 from chaos.scenario.model import Scenario
 from chaos.scenario.target import Target
-from chaos.sweep.boundaries import cell_of, child_cases, children
+from chaos.sweep.boundaries import cell_of, child_cases, children, spread
 from chaos.sweep.identity import check_resume, identity, write_identity
 from chaos.sweep.settings import Settings
 from chaos.triage.coverage import rows_of
@@ -220,7 +220,7 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
                     result = future.result()
                     done += 1
                     parents.discard(id(case))
-                    more = [c for crash in result.next for c in child_cases(case, crash, s)]
+                    more = spread([c for crash in result.next for c in child_cases(case, crash, s)])
                     parents |= {
                         id(c)
                         for c in more
