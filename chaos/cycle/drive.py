@@ -15,7 +15,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,7 @@ def _cycle(
         return current, judged  # (an unreadable header: the prefix check says why)
     if world.share is not None and crashed:
         borrowed.took = world.share.take(world, start)
-        borrowed.twin = world.share.compare(world, start) if world.share.mode == "verify" else None
+        borrowed.twin = world.share.compare(world, start)
         if borrowed.took is not None:  # its recovery is the representative's, in this case's names
             for phase in borrowed.took.phases:
                 if keep is not None:
@@ -227,6 +227,21 @@ def _cycle(
     return current, judged
 
 
+def _with_recovery(evidence: Evidence, recovery: Recovery) -> Evidence:
+    """``evidence`` up to its start, then ``recovery``: its phases, its ledger lines and model requests
+    after what the start left, and the model's asks per step at its end."""
+    started = evidence.phases.index(evidence.start) + 1
+    spliced = replace(
+        evidence,
+        phases=evidence.phases[:started] + list(recovery.phases),
+        ledger=evidence.ledger[: recovery.ledger_from] + list(recovery.ledger),
+        requests=evidence.requests[: recovery.requests_from] + list(recovery.requests),
+        attempts_per_step=recovery.attempts,
+    )
+    spliced.shared_from = recovery.case
+    return spliced
+
+
 def drive_cycle(
     scenario: Scenario,
     target: Target,
@@ -250,30 +265,13 @@ def drive_cycle(
         current, judged = _cycle(world, out, keep, pause, phases, timings, borrowed)
         ledger = read_ledger(world.box.ledger, world.approval_key)
         requests, attempts = world.server.request_log(), world.server.attempts_per_step()
-        took, twin = borrowed.took, borrowed.twin
-        if took is not None:
-            ledger, requests, attempts = (
-                ledger + list(took.ledger),
-                requests + list(took.requests),
-                took.attempts,
-            )
         evidence = Evidence(judged, target, extra_env, phases, current, ledger, requests, attempts, timings)
-        evidence.shared_from = took.case if took is not None else None
-        if twin is not None:  # (verify) the same case judged on the recovery it would have taken
-            started = phases.index(evidence.start) + 1
-            evidence.twin = Evidence(
-                judged,
-                target,
-                extra_env,
-                phases[:started] + list(twin.phases),
-                current,
-                ledger[: twin.ledger_from] + list(twin.ledger),
-                requests[: twin.requests_from] + list(twin.requests),
-                twin.attempts,
-            )
-            evidence.twin.shared_from = twin.case
-        if world.share is not None and took is None:
+        if borrowed.took is not None:  # its start, then the representative's recovery
+            evidence = _with_recovery(evidence, borrowed.took)
+        elif world.share is not None:
             world.share.offer(world, out.name, phases, ledger, requests, attempts)
+        if borrowed.twin is not None:  # (verify) the same case judged on the recovery it would have taken
+            evidence.twin = _with_recovery(evidence, borrowed.twin)
         return evidence
     finally:
         if world.share is not None:

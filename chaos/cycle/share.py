@@ -123,7 +123,6 @@ def places_of(world: World) -> tuple[bytes, ...]:
 
 @dataclass
 class _Slot:
-    owner: World  # the representative's world, running the recovery
     done: threading.Event = field(default_factory=threading.Event)
     recovery: Recovery | None = None  # None once done: it made nothing another case can take
 
@@ -134,9 +133,9 @@ class Shares:
 
     mode: str = "shared"
     wait: float = 300.0  # seconds a case waits for a representative still recovering
-    taken: int = 0  # cases that took a representative's recovery instead of running their own
     compared: int = 0  # (verify) cases judged on both recoveries, their own and the one they would take
     _slots: dict[tuple[str, ...], _Slot] = field(default_factory=dict)
+    _claims: dict[int, _Slot] = field(default_factory=dict)  # a running representative's world -> its slot
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def said(self) -> list[str]:
@@ -175,23 +174,19 @@ class Shares:
         with self._lock:
             slot = self._slots.get(key)
             if slot is None:
-                self._slots[key] = _Slot(world)
+                self._slots[key] = self._claims[id(world)] = _Slot()
                 return None
         if self.mode == "verify":
             return None
         slot.done.wait(self.wait)
-        recovery = self._as(world, start, slot)
-        if recovery is not None:
-            with self._lock:
-                self.taken += 1
-        return recovery
+        return self._as(world, start, slot)
 
     def compare(self, world: World, start: Phase) -> Recovery | None:
         """Under ``verify``: what this case would have taken, where a representative other than itself
-        had finished its recovery."""
+        had finished its recovery; otherwise None."""
         key = self.key(world, start)
-        slot = self._slots.get(key) if key is not None else None
-        if slot is None or slot.owner is world or not slot.done.is_set():
+        slot = self._slots.get(key) if key is not None and self.mode == "verify" else None
+        if slot is None or self._claims.get(id(world)) is slot or not slot.done.is_set():
             return None
         recovery = self._as(world, start, slot)
         if recovery is not None:
@@ -222,10 +217,9 @@ class Shares:
     ) -> None:
         """The recovery a representative ran, kept for the cases that reach its state after it (a run
         whose recovery timed out is not: a timeout is no function of the state alone)."""
+        slot = self._claims.get(id(world))
         start = next((p for p in phases if p.kind is PhaseKind.START), None)
-        key = self.key(world, start) if start is not None else None
-        slot = self._slots.get(key) if key is not None else None
-        if start is None or slot is None or slot.owner is not world:
+        if slot is None or start is None:
             return
         later = tuple(phases[phases.index(start) + 1 :])
         if later and not any(p.process.timed_out for p in later):
@@ -246,6 +240,6 @@ class Shares:
     def release(self, world: World) -> None:
         """Whatever ended this world's case, the cases waiting on a state it claimed wait no longer."""
         with self._lock:
-            for slot in self._slots.values():
-                if slot.owner is world:
-                    slot.done.set()
+            slot = self._claims.pop(id(world), None)
+        if slot is not None:
+            slot.done.set()
