@@ -202,39 +202,44 @@ def sweep_all(sweep: Sweep, scenarios: list[Scenario], target_of: Callable[[Scen
     queue += [case for case in written if case.in_shard(s.shard)]
     total, done = len(queue), 0
     parents = {id(case) for case in queue if case.crash is None or s.space.depth >= 2}  # may add cases
-    with ThreadPoolExecutor(max_workers=s.jobs, thread_name_prefix="chaos-case") as pool:
-        try:
-            while queue or pending:
-                while queue and len(pending) < s.jobs:
-                    case = queue.pop(0)
-                    if sweep.over_budget() and case.id not in sweep.results:
-                        sweep.not_run.append(case.id)
-                        parents.discard(id(case))
+    try:
+        with ThreadPoolExecutor(max_workers=s.jobs, thread_name_prefix="chaos-case") as pool:
+            try:
+                while queue or pending:
+                    while queue and len(pending) < s.jobs:
+                        case = queue.pop(0)
+                        if sweep.over_budget() and case.id not in sweep.results:
+                            sweep.not_run.append(case.id)
+                            parents.discard(id(case))
+                            continue
+                        pending[pool.submit(sweep.judge, case)] = case
+                    if not pending:
                         continue
-                    pending[pool.submit(sweep.judge, case)] = case
-                if not pending:
-                    continue
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    case = pending.pop(future)
-                    result = future.result()
-                    done += 1
-                    parents.discard(id(case))
-                    more = spread([c for crash in result.next for c in child_cases(case, crash, s)])
-                    parents |= {
-                        id(c)
-                        for c in more
-                        if c.then_crash is None and c.crash and s.space.deepens(c.crash, c.target)
-                    }
-                    queue += more
-                    total += len(more)
-                    progress.show(done, total, bool(parents))
-        except BaseException:
-            phases.ABORT.set()
-            for future in pending:
-                future.cancel()
-            sweep.not_run += [case.id for case in [*pending.values(), *queue] if case.id not in sweep.results]
-            raise
-        finally:
-            sweep.starts.close()
-            progress.show(done, total, False, final=True)
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        case = pending.pop(future)
+                        result = future.result()
+                        done += 1
+                        parents.discard(id(case))
+                        more = spread([c for crash in result.next for c in child_cases(case, crash, s)])
+                        parents |= {
+                            id(c)
+                            for c in more
+                            if c.then_crash is None and c.crash and s.space.deepens(c.crash, c.target)
+                        }
+                        queue += more
+                        total += len(more)
+                        progress.show(done, total, bool(parents))
+            except BaseException:
+                phases.ABORT.set()
+                for future in pending:
+                    future.cancel()
+                sweep.not_run += [
+                    case.id for case in [*pending.values(), *queue] if case.id not in sweep.results
+                ]
+                raise
+            finally:
+                sweep.starts.close()
+                progress.show(done, total, False, final=True)
+    finally:  # every case's thread has ended: what this sweep aborted stops nothing after it
+        phases.ABORT.clear()
