@@ -125,17 +125,20 @@ def entries(path: Path, key: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def gate(name: str, occurrence: int) -> None:
+def gate(name: str, occurrence: int, since: float | None = None) -> None:
     """Block while ``name`` (or ``name#occurrence``) is one of CHAOS_GATES, until chaos releases it.
 
     The files are per occurrence (``deploy.during#2.waiting``), so releasing the
-    first run of an effect never lets a later run through its gate.
+    first run of an effect never lets a later run through its gate. The mark holds when the call stopped
+    going on (``since``: the effect's done line, where the gate follows it): a loaded machine may let
+    other threads commit between that line and the mark, and what they commit is still made while this
+    call's output is not.
     """
     gates = os.environ.get("CHAOS_GATES", "").split(",")
     if name not in gates and f"{name}#{occurrence}" not in gates:
         return
     gate_dir = Path(os.environ["CHAOS_GATE_DIR"])
-    (gate_dir / f"{name}#{occurrence}.waiting").write_text(str(os.getpid()))
+    (gate_dir / f"{name}#{occurrence}.waiting").write_text(repr(time.time() if since is None else since))
     while not (gate_dir / f"{name}#{occurrence}.release").exists():
         time.sleep(0.005)
 
@@ -153,5 +156,6 @@ def effect(name: str, *detail: str, call_id: str | None = None, **known: Any) ->
         base["mcpCall"] = os.environ[MCP_CALL]
     occurrence = numbered(ledger, name, {**base, "phase": "start", "time": time.time(), **known})
     gate(f"{name}.during", occurrence)
-    record(ledger, {**base, "phase": "done", "time": time.time()})
-    gate(f"{name}.after", occurrence)
+    done = time.time()
+    record(ledger, {**base, "phase": "done", "time": done})
+    gate(f"{name}.after", occurrence, since=done)

@@ -264,7 +264,7 @@ class _Saves:
             if not marked[0]:
                 try:
                     with open(path + ".waiting", "w") as mark:
-                        mark.write(str(os.getpid()))
+                        mark.write(repr(time.time()))  # when it began to wait (chaos.ledger.gate)
                 except OSError:
                     return False  # (the world is gone: nothing holds it)
                 marked[0] = True

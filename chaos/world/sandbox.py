@@ -13,6 +13,7 @@ chaos that starts; nothing else ever outlives a run.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import sys
@@ -34,6 +35,8 @@ LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_
 SAVES_READ = 1 << 20  # bytes of a phase's ``saves`` file read
 SAVES_KEPT = 10_000  # saves of one phase kept
 SAVE_KEY = 200  # characters of a save's key kept (its interpreter writes no more)
+MARK_READ = 64  # bytes of a gate's waiting mark read (a time)
+MARK_SLACK = 5.0  # seconds a waiting mark's time may stand from its file's (a loaded machine is slow)
 
 
 @dataclass
@@ -100,8 +103,18 @@ class Sandbox:
         return (self.gate_dir / f"{gate}.waiting").exists()
 
     def waited_since(self, gate: str) -> float:
-        """When the effect held at ``gate`` began to wait there (epoch seconds)."""
-        return (self.gate_dir / f"{gate}.waiting").stat().st_mtime
+        """When the effect held at ``gate`` stopped going on (epoch seconds), as its mark says
+        (``chaos.ledger.gate``); agent-written bytes: a mark that does not hold a time of this run's
+        sandbox is read as its file's time (coarse: a filesystem's clock ticks in milliseconds)."""
+        mark = self.gate_dir / f"{gate}.waiting"
+        with mark.open("rb") as file:
+            text = file.read(MARK_READ)
+        try:
+            since = float(text)
+        except ValueError:
+            since = math.nan
+        made = mark.stat().st_mtime
+        return since if made - MARK_SLACK <= since <= made + MARK_SLACK else made
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
