@@ -117,3 +117,30 @@ def test_the_mcp_server_s_script_names_the_call_it_runs_in(tmp_path: Path) -> No
         [sys.executable, "-m", "chaos.world.ledger", "deploy", "web"], env=env, check=True, cwd=REPO
     )
     assert [e.get("mcpCall") for e in entries(ledger)] == ["41:3", "41:3"]
+
+
+def test_a_call_held_at_its_effect_s_end_is_held_from_its_done_line(tmp_path: Path) -> None:
+    """``overtaken`` counts the commits made while a call is parked at its effect's end. On a loaded
+    machine another thread may commit between the effect's done line and the gate's mark (the CI of
+    9b718d9 called a reached order unreached so): the hold is dated by the done line, which the mark
+    carries; a mark that holds no time near its file's (agent-written bytes) is dated by its file."""
+    from chaos.world.sandbox import Sandbox
+
+    box = Sandbox(tmp_path)
+    box.gate_dir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CHAOS_LEDGER": str(tmp_path / "ledger.jsonl")}
+    env |= {"CHAOS_GATES": "deploy.after", "CHAOS_GATE_DIR": str(box.gate_dir)}
+    slow = "import time, chaos.ledger as l; r = l.record; l.record = lambda *a: (r(*a), time.sleep(0.5))"
+    run = f"{slow}; l.effect('deploy', call_id='c1')"
+    proc = subprocess.Popen([sys.executable, "-c", run], env=env)
+    try:
+        _wait(lambda: box.waiting("deploy.after#1"), 30)
+        done = next(e["time"] for e in entries(tmp_path / "ledger.jsonl") if e["phase"] == "done")
+        assert box.waited_since("deploy.after#1") == done
+        assert (box.gate_dir / "deploy.after#1.waiting").stat().st_mtime >= done + 0.4
+    finally:
+        box.release("deploy.after#1")
+        proc.wait(timeout=30)
+    for hostile in (b"1e308", b"nan", b"12345", b"\xff" * 100):
+        (box.gate_dir / "deploy.after#1.waiting").write_bytes(hostile)
+        assert box.waited_since("deploy.after#1") == (box.gate_dir / "deploy.after#1.waiting").stat().st_mtime
