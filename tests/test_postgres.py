@@ -165,7 +165,7 @@ def test_the_relay_holds_each_commit_until_it_is_decided_and_the_server_goes_wit
     world = open_world(api.load(ONE), load_target(LANGGRAPH), {})
     root = world.box.root
     folder = server_dir(world.box.workspace).resolve()  # (the server's user's own folder, run as root)
-    assert world.relay is not None and world.database_url.startswith("postgresql://agent:")
+    assert world.relay is not None and world.engine_address.startswith("postgresql://agent:")
     store = store_named("langgraph-postgres")
     seen: list[tuple[int, bytes]] = []
 
@@ -176,7 +176,7 @@ def test_the_relay_holds_each_commit_until_it_is_decided_and_the_server_goes_wit
 
     try:
         world.relay.on_commit = decide
-        with psycopg.connect(world.database_url, autocommit=True) as conn:
+        with psycopg.connect(world.engine_address, autocommit=True) as conn:
             conn.execute("CREATE TABLE t (n int)")  # 1
             conn.execute("SELECT count(*) FROM t").fetchone()  # reads: no commit
             with conn.transaction():
@@ -185,7 +185,7 @@ def test_the_relay_holds_each_commit_until_it_is_decided_and_the_server_goes_wit
             with pytest.raises(psycopg.OperationalError):
                 conn.execute("INSERT INTO t VALUES (3)")  # 3: made, its answer dropped
         assert len(seen) == 3 and world.relay.commits == 3
-        with psycopg.connect(world.database_url, autocommit=True) as conn:
+        with psycopg.connect(world.engine_address, autocommit=True) as conn:
             world.relay.on_commit = None
             assert conn.execute("SELECT count(*) FROM t").fetchone() == (3,)  # the third commit was made
         view = store.read({"postgres.db": seen[2][1]})
@@ -398,7 +398,7 @@ def test_no_one_but_the_case_reaches_the_server_and_the_agent_runs_no_program(tm
         folder = server_dir(world.box.workspace).resolve()
         assert folder.stat().st_mode & 0o777 == 0o700
         assert (folder / ".s.PGSQL.5432").stat().st_mode & 0o777 == 0o700
-        url = world.database_url
+        url = world.engine_address
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE TABLE t (n int)")  # the agent's role owns the database
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -332,8 +332,9 @@ def test_the_registry_holds_the_bundled_adapters_and_the_test_one() -> None:
 def test_the_cycle_imports_no_adapter() -> None:
     """A third store is one ``register`` away: no stage above ``chaos.store`` imports an adapter, only the
     interface (``chaos.store``, ``chaos.store.base``), the commit kinds' formats (``chaos.store.sqlite``;
-    ``chaos.store.postgres``: where a server store's server lives in the sandbox), and the bounded readers
-    ``chaos.extend`` hands an adapter (``chaos.store.inert``)."""
+    ``chaos.store.postgres``, ``chaos.store.temporal``: how the world's engine of a server store, and
+    only it, finds its server in the sandbox), and the bounded readers ``chaos.extend`` hands an adapter
+    (``chaos.store.inert``)."""
     from tests.test_structure import MODULES, _imports
 
     interface = {
@@ -341,6 +342,7 @@ def test_the_cycle_imports_no_adapter() -> None:
         "chaos.store.base",
         "chaos.store.sqlite",
         "chaos.store.postgres",
+        "chaos.store.temporal",
         "chaos.store.inert",
     }
     for module, path in MODULES.items():

@@ -324,11 +324,12 @@ class Fault:
     on_stores: ClassVar[bool] = False  # lands on a framework agent's store too (``chaos.store``)
     on_server_stores: ClassVar[bool] = True  # ... and on one on a database server (it fails no call here)
 
-    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite", server: str | None = None) -> str | None:
         """Why this fault cannot land on a framework agent judged on its store, or None when it can (each
         fault says so itself: a fault that needs a session log's facts cannot; one that fails the agent's
         system calls on its store's files needs them on this machine). ``commit``: how the store commits
-        (``chaos.store.Store.commit``; "wire" for a store on a database server)."""
+        (``chaos.store.Store.commit``; "wire" for a store on a server), ``server``: the server it lives on
+        (``chaos.store.Store.server``: "postgres", "temporal"; None: files here)."""
         if not self.on_stores:
             return (
                 f"the {self.name} fault needs a session log (its facts and its lines), and a framework's store "

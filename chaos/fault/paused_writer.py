@@ -24,7 +24,7 @@ class PausedWriter(Fault):
     enables = ("one-writer",)
     on_stores = True
 
-    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite", server: str | None = None) -> str | None:
         if commit == "wire":
             return None
         return (

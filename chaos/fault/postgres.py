@@ -46,8 +46,8 @@ class ServerStoreFault(Fault):
             )
         act()
 
-    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
-        return None if commit == "wire" else self.unavailable_on_log()
+    def unavailable_on_store(self, commit: str = "sqlite", server: str | None = None) -> str | None:
+        return None if commit == "wire" and server in ("postgres", None) else self.unavailable_on_log()
 
     def unavailable_on_log(self) -> str | None:
         return (

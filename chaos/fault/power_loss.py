@@ -21,10 +21,10 @@ class PowerLoss(Fault):
     def stop(self, stop: Stop) -> None:
         stop.kill()
 
-    def unavailable_on_store(self, commit: str = "sqlite") -> str | None:
+    def unavailable_on_store(self, commit: str = "sqlite", server: str | None = None) -> str | None:
         if commit == "wire":
             return (
                 "a power cut of the agent's machine leaves a store on a database server as the server "
                 "committed it, the same as the kill fault there (the server's own crash is postgres-crash)"
             )
-        return super().unavailable_on_store(commit)
+        return super().unavailable_on_store(commit, server)

@@ -46,8 +46,12 @@ PLACEHOLDERS = {
     "mcp_command": "the command that starts the world's MCP server of the workspace tools over stdio, as a "
     'JSON list (with mcp = "stdio")',
     "postgres_url": "the URL of the world's PostgreSQL server, through the relay that sees each commit "
-    "(postgresql://chaos@127.0.0.1:PORT/chaos?sslmode=disable; with a [store] kind on a server)",
+    "(postgresql://chaos@127.0.0.1:PORT/chaos?sslmode=disable; with a [store] kind on PostgreSQL)",
+    "temporal_address": "the address of the world's Temporal server (127.0.0.1:PORT, its namespace "
+    "default; with a [store] kind on Temporal)",
 }
+# the placeholders of the servers a store may live on (each with its [store] kind only)
+SERVER_PLACEHOLDERS = {"postgres_url", "temporal_address"}
 MCP_PLACEHOLDER = {"http": "mcp_url", "stdio": "mcp_command"}
 # The deadline a case whose fault withholds an answer gives an agent that takes ``{request_deadline}``: the
 # case then costs about two of these (an attempt and its retry), not the agent's everyday deadline.
@@ -251,7 +255,7 @@ def _fixtures(top: Table, path: Path) -> Path | None:
 def load_target(path: Path) -> Target:
     top = Table.top(path)
     mcp = top.choice("mcp", MCP_TRANSPORTS, None)
-    common = set(PLACEHOLDERS) - {"prompt", "session_id", "postgres_url", *MCP_PLACEHOLDER.values()}
+    common = set(PLACEHOLDERS) - {"prompt", "session_id", *SERVER_PLACEHOLDERS, *MCP_PLACEHOLDER.values()}
     if mcp is not None:
         common.add(MCP_PLACEHOLDER[mcp])
     start = top.strings("start")
@@ -259,8 +263,8 @@ def load_target(path: Path) -> Target:
     compact = top.strings("compact", None)
     approve = top.strings("approve", None)
     declared = _store(top)
-    if declared is not None and store_named(declared.kind).server == "postgres":
-        common.add("postgres_url")
+    if declared is not None and store_named(declared.kind).server is not None:
+        common.add(store_named(declared.kind).server_placeholder)
     for key, argv, extra in (
         ("start", start, {"prompt", "session_id"} if declared else {"prompt"}),
         ("resume", resume, {"session_id"}),
@@ -505,11 +509,13 @@ def fault_unavailable(target: Target, fault: Fault) -> str | None:
     if target.facts:
         why = fault.unavailable_on_log()
         return None if why is None else f"{why} (target {target.name} keeps a session log)"
-    commit = store_named(target.store_spec.kind).commit
-    why = fault.unavailable_on_store(commit)
+    store = store_named(target.store_spec.kind)
+    why = fault.unavailable_on_store(store.commit, store.server)
     if why is None:
         return None
-    lands = ", ".join(name for name, f in FAULTS.items() if f.unavailable_on_store(commit) is None)
+    lands = ", ".join(
+        name for name, f in FAULTS.items() if f.unavailable_on_store(store.commit, store.server) is None
+    )
     return f"{why} (target {target.name}); the faults that land on a store: {lands}"
 
 

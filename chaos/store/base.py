@@ -148,8 +148,10 @@ class Store(ABC):
     # whole: a file renamed over one of the store's names, as a checkpoint written atomically is), or
     # "wire" (a server store: the answer to a commit, seen by the world's relay, ``chaos.world.pgwire``).
     commit: ClassVar[str]
-    # The database server the world runs for it ("postgres": ``chaos.world.postgres``), or None
+    # The server the world runs for it (``chaos.world.engine``: "postgres", "temporal"), or None, and the
+    # placeholder that gives the agent its address
     server: ClassVar[str | None] = None
+    server_placeholder: ClassVar[str] = ""
     description: ClassVar[str]
 
     # It reads a run's saved state beside its store (``[store] state``: a run parked for approval)
@@ -253,6 +255,18 @@ def _load_plugins() -> None:
             except Exception as err:  # a user's adapter that does not import: said, never a traceback
                 BROKEN[entry.name] = f"{entry.value}: {type(err).__name__}: {err}"
         _LOADED.append(True)
+
+
+def server_folder(workspace: Path, server: str) -> Path:
+    """Where the world keeps the server a store lives on (its data, its socket or its address): beside the
+    workspace in the sandbox, named by the server (``Store.server``)."""
+    return workspace.parent / server
+
+
+def servers() -> frozenset[str]:
+    """The servers the registered stores live on (each a folder of the sandbox: ``server_folder``)."""
+    _load_plugins()
+    return frozenset(s.server for s in STORES.values() if s.server is not None)
 
 
 def unknown_kind(kind: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
 from chaos.store.base import Call, Output, View, register, text_of
@@ -56,10 +57,24 @@ def decoded(value: str | None, serialization: str | None, readable: tuple[str, .
         raise ValueError(f"a step's output is no pickle: {err}") from None
 
 
-def _messages(value: Any) -> list[dict[str, Any]]:
-    """The chat messages a step's output is, or holds (a list of them, or one)."""
-    items = value if isinstance(value, list) else [value]
-    return [m for m in items if isinstance(m, dict) and m.get("role") in ("assistant", "tool")]
+def chat_steps(values: Iterable[Any]) -> tuple[dict[str, Call], list[Output]]:
+    """The calls and outputs that recorded step outputs hold as chat messages in OpenAI's format (each
+    value a message, or a list of them): an assistant message's tool calls, a tool message's output."""
+    calls: dict[str, Call] = {}
+    outputs: list[Output] = []
+    for value in values:
+        items = value if isinstance(value, list) else [value]
+        for message in items:
+            if not isinstance(message, dict) or message.get("role") not in ("assistant", "tool"):
+                continue
+            if message["role"] == "assistant":
+                for c in message.get("tool_calls") or []:
+                    function = c.get("function") or {}
+                    call = Call(str(c["id"]), str(function.get("name")), str(function.get("arguments", "")))
+                    calls.setdefault(call.id, call)
+            else:
+                outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
+    return calls, outputs
 
 
 class DbosStore(SqliteStore):
@@ -92,23 +107,10 @@ class DbosStore(SqliteStore):
 
     def steps(self, connection: sqlite3.Connection) -> tuple[dict[str, Call], list[Output]]:
         """The calls and outputs the recorded steps hold: here, chat messages in OpenAI's format."""
-        calls: dict[str, Call] = {}
-        outputs: list[Output] = []
         steps = connection.execute(
             "SELECT output, serialization FROM operation_outputs ORDER BY workflow_uuid, function_id"
         ).fetchall()
-        for output, serialization in steps:
-            for message in _messages(decoded(output, serialization)):
-                if message["role"] == "assistant":
-                    for c in message.get("tool_calls") or []:
-                        function = c.get("function") or {}
-                        call = Call(
-                            str(c["id"]), str(function.get("name")), str(function.get("arguments", ""))
-                        )
-                        calls.setdefault(call.id, call)
-                else:
-                    outputs.append(Output(str(message["tool_call_id"]), text_of(message.get("content"))))
-        return calls, outputs
+        return chat_steps(decoded(output, serialization) for output, serialization in steps)
 
 
 class DbosPostgresStore(ServerStore, DbosStore):

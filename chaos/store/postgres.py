@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chaos.store.base import Store
+from chaos.store.base import Store, server_folder
 
 SERVER_DIR = "postgres"  # the server's folder in the sandbox, beside the workspace (its socket in it)
 DATABASE = USER = "chaos"
@@ -38,7 +38,7 @@ PORT = 5432  # the socket's number (its name: .s.PGSQL.5432); nothing listens on
 
 
 def server_dir(workspace: Path) -> Path:
-    return workspace.parent / SERVER_DIR
+    return server_folder(workspace, SERVER_DIR)
 
 
 def dsn(folder: Path) -> str:
@@ -99,6 +99,7 @@ class ServerStore(Store):
 
     commit: ClassVar[str] = "wire"
     server: ClassVar[str] = "postgres"
+    server_placeholder: ClassVar[str] = "postgres_url"
 
     def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
         return []  # nothing of it is a file of the agent's machine: a power cut there keeps it all

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 # CommandComplete tags (their first word) of statements that change what the database holds
 WRITES = frozenset(
@@ -85,6 +86,12 @@ class Commits:
     _passing: int = 0  # bytes still to come of a message passed on as it comes
     wrote: bool = False  # the open transaction (or the statement running outside one) wrote
     statement_wrote: bool = False  # the statements since the last ReadyForQuery wrote
+
+    def startup(self, client: socket.socket) -> bytes:
+        return _startup(client)
+
+    def asked(self, data: bytes) -> None:
+        """The client's side passes unread: the server's answers say what committed."""
 
     def feed(self, data: bytes) -> list[Piece]:
         """The pieces ``data`` completes, in order; a partial message the relay reads waits for the rest,
@@ -181,16 +188,33 @@ def _startup(client: socket.socket) -> bytes:
         return startup
 
 
+class Wire(Protocol):
+    """One connection's protocol, as the relay reads it: PostgreSQL's (``Commits``), gRPC's
+    (``chaos.world.grpcwire.Calls``)."""
+
+    def startup(self, client: socket.socket) -> bytes:
+        """What the client says before the server may hear it (read here, within bounds)."""
+        return b""
+
+    def asked(self, data: bytes) -> None:
+        """The client's bytes, before they go on to the server."""
+
+    def feed(self, data: bytes) -> list[Piece]:
+        """The server's bytes, as pieces to pass on (a commit's answer a piece of its own)."""
+        ...
+
+
 class Relay:
-    """Listens on 127.0.0.1 for the agent's connections and carries each to the server's Unix socket.
+    """Listens on 127.0.0.1 for the agent's connections and carries each to the server (its Unix socket, or
+    its TCP port on 127.0.0.1), read as ``wire`` says (PostgreSQL's protocol unless told).
 
     ``on_commit`` (set per phase) is called in the relay's thread each time a connection's transaction
     that wrote has committed, before the client hears of it; it returns whether the answer may go on (no:
     the agent was killed there). ``commits`` counts them all. ``on_write`` is the same for each statement
     that wrote inside a transaction still open (its answer held: not committed yet)."""
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+    def __init__(self, upstream: str | tuple[str, int], wire: Callable[[], Wire] = Commits) -> None:
+        self.upstream, self.wire = upstream, wire
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.on_commit: Callable[[], bool] | None = None
         self.on_write: Callable[[], bool] | None = None
@@ -232,36 +256,37 @@ class Relay:
             return True
 
     def _serve(self, client: socket.socket) -> None:
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server = socket.socket(socket.AF_UNIX if isinstance(self.upstream, str) else socket.AF_INET)
+        wire = self.wire()
         try:
             if not self._track(client, server):
                 return
             # each held answer goes on as its own small send once decided: without this, the kernel holds
             # it until the client acknowledges the last one (Nagle's rule against its delayed ACK, ~40 ms)
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            startup = _startup(client)
+            startup = wire.startup(client)
             server.connect(self.upstream)
             server.sendall(startup)
-            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
-            self._answers(server, client)
+            threading.Thread(target=self._pump, args=(client, server, wire), daemon=True).start()
+            self._answers(server, client, wire)
         except (OSError, ValueError):
             pass
         finally:
             self._drop(client, server)
             self._serving.release()
 
-    def _pump(self, client: socket.socket, server: socket.socket) -> None:
-        """The client's side, byte for byte."""
-        with contextlib.suppress(OSError):
+    def _pump(self, client: socket.socket, server: socket.socket, wire: Wire) -> None:
+        """The client's side, byte for byte (read first where its protocol names what commits)."""
+        with contextlib.suppress(OSError, ValueError):
             while data := client.recv(65536):
+                wire.asked(data)
                 server.sendall(data)
         self._drop(client, server)
 
-    def _answers(self, server: socket.socket, client: socket.socket) -> None:
+    def _answers(self, server: socket.socket, client: socket.socket, wire: Wire) -> None:
         """The server's side, each commit held until ``on_commit`` says it may go on."""
-        commits = Commits()
         while data := server.recv(65536):
-            for piece in commits.feed(data):
+            for piece in wire.feed(data):
                 if piece.commit or piece.write:
                     with self._lock:
                         self.commits += piece.commit

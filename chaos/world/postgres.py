@@ -11,7 +11,7 @@ clean, no connection of one case meeting the next; the server starts in well
 under a second (measured in the README). It runs in a cage of its own
 (``chaos.world.contain``), so it and every backend go with the world, and it
 dies with chaos however chaos ends (the kernel's parent-death signal, see
-``_Spawner``; the next chaos removes a sandbox and a cage left so, as it does
+``chaos.world.engine``; the next chaos removes a sandbox and a cage left so, as it does
 for its own).
 
 No other local user gets in: the socket is the server user's alone (0700, in
@@ -35,12 +35,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import glob
-import importlib.util
 import os
 import pwd
-import queue
 import secrets
 import shutil
 import signal
@@ -49,18 +46,16 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
 
 from chaos.errors import TargetUnusable
 from chaos.store.postgres import AGENT, DATABASE, PASSWORD, PORT, USER, dsn, server_dir
 from chaos.world.contain import Cage
+from chaos.world.engine import Engine, die_with_chaos, engine, spawned
 from chaos.world.pgwire import Relay
 from chaos.world.sandbox import PREFIX, claim
 from chaos.world.world import World
 
-T = TypeVar("T")
 READY_WAIT = 30.0  # seconds a server has to accept connections
 SEARCH = "/usr/lib/postgresql/*/bin"  # Debian's server binaries, a folder per major version
 INSTALL = "install PostgreSQL's server (Debian: apt-get install postgresql), or put its bin folder on PATH"
@@ -113,10 +108,6 @@ def _own(path: Path) -> None:
             os.chown(os.path.join(folder, name), *user)
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-
-
 def _as_server(cage: Cage | None = None) -> None:
     """The server process's first step: join its cage, become the server's user, and die with chaos (the
     kernel's parent-death signal, set last: a change of user clears it)."""
@@ -126,50 +117,11 @@ def _as_server(cage: Cage | None = None) -> None:
     if user is not None:
         os.setgid(user[1])
         os.setuid(user[0])
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-class _Spawner:
-    """Starts every server from one thread that lives as long as chaos: the parent-death signal is the
-    death of the thread that forked, so a server started from a case's thread (or the relay's, for a
-    server crash) would die with that thread; started here, it dies only with chaos, however chaos ends
-    (its backends follow the postmaster)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] = queue.Queue()
-        threading.Thread(target=self._serve, name="chaos-postgres-spawner", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            job, answer = self._jobs.get()
-            try:
-                answer.put((job(), None))
-            except BaseException as err:  # handed to the caller, raised there
-                answer.put((None, err))
-
-    def run(self, job: Callable[[], T]) -> T:
-        answer: queue.Queue[Any] = queue.Queue()
-        self._jobs.put((job, answer))
-        result, err = answer.get()
-        if err is not None:
-            raise err
-        return cast(T, result)
-
-
-_SPAWNER: list[_Spawner] = []
-_STARTING = threading.Lock()
-
-
-def _spawned(job: Callable[[], T]) -> T:
-    """``job`` (a ``subprocess`` call) run in the spawner's thread."""
-    with _STARTING:
-        if not _SPAWNER:
-            _SPAWNER.append(_Spawner())
-    return _SPAWNER[0].run(job)
+    die_with_chaos()
 
 
 def _run(argv: list[str], stdin: str = "") -> None:
-    done = _spawned(
+    done = spawned(
         lambda: subprocess.run(
             argv, input=stdin.encode(), capture_output=True, preexec_fn=_as_server, timeout=120
         )
@@ -212,8 +164,12 @@ def _initdb() -> Path:
     return data
 
 
-class Server:
+@engine
+class Postgres(Engine):
     """One case's server on its copy of the cluster, in the sandbox, and the relay in front of it."""
+
+    name = "postgres"
+    client = ("psycopg", "postgres")
 
     def __init__(self, world: World) -> None:
         template = _template()
@@ -238,19 +194,19 @@ class Server:
         except BaseException:
             self._remove()
             raise
-        self.relay = Relay(str(self.folder / f".s.PGSQL.{PORT}"))
+        self.wire = Relay(str(self.folder / f".s.PGSQL.{PORT}"))
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
         """What the agent connects to: the relay, without TLS (it has none to offer), as its case's role."""
-        return f"postgresql://{AGENT}:{self.password}@127.0.0.1:{self.relay.port}/{DATABASE}?sslmode=disable"
+        return f"postgresql://{AGENT}:{self.password}@127.0.0.1:{self.wire.port}/{DATABASE}?sslmode=disable"
 
     def start(self) -> None:
         self.cage = Cage()
         argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.real), "-p", str(PORT),
                 *SETTINGS]  # fmt: skip
         with self.log.open("ab") as log:
-            self.proc = _spawned(
+            self.proc = spawned(
                 lambda: subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
@@ -305,9 +261,12 @@ class Server:
         """A server crash: every backend gone, the connections through the relay cut, and a new server
         recovering the same data (its own crash recovery) on the same socket."""
         self.stop()
-        self.relay.cut()
+        self.wire.cut()
         (self.folder / f".s.PGSQL.{PORT}").unlink(missing_ok=True)
         self.start()
+
+    def relay(self) -> Relay:
+        return self.wire
 
     def _remove(self) -> None:
         self.stop()
@@ -315,20 +274,5 @@ class Server:
             shutil.rmtree(self.own, ignore_errors=True)
 
     def close(self) -> None:
-        self.relay.close()
+        self.wire.close()
         self._remove()
-
-
-def serve_database(world: World) -> None:
-    """Start the world's PostgreSQL server where its target's store lives on one."""
-    store = world.store
-    if store.server != "postgres":
-        return
-    if importlib.util.find_spec("psycopg") is None:
-        raise TargetUnusable(
-            f"{world.target.path}: [store] kind = {store.name!r} is read from a PostgreSQL server with psycopg, "
-            "which is not installed here; install it with: pip install 'durable-chaos[postgres]'"
-        )
-    server = Server(world)
-    world.closers.append(server.close)
-    world.database_url, world.relay, world.restart_database = server.url, server.relay, server.restart

@@ -25,13 +25,13 @@ import psutil
 
 from chaos.errors import InternalError
 from chaos.scenario.model import WorkspaceFile, files_problem
-from chaos.store.postgres import SERVER_DIR
+from chaos.store.base import servers
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 PREFIX = "chaos-"
 OWNER = ".chaos-owner"
-# what a sandbox root may hold (and the folder of the world's database server, chaos.store.postgres)
-LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER, SERVER_DIR})
+# what a sandbox root may hold (and the folders of the world's servers: chaos.store.base.server_folder)
+LAYOUT = frozenset({"workspace", "gates", "home", "ledger.jsonl", OWNER})
 SAVES_READ = 1 << 20  # bytes of a phase's ``saves`` file read
 SAVES_KEPT = 10_000  # saves of one phase kept
 SAVE_KEY = 200  # characters of a save's key kept (its interpreter writes no more)
@@ -122,7 +122,7 @@ class Sandbox:
     def strays(self) -> list[str]:
         """What was written beside the workspace, outside the sandbox's own layout."""
         try:
-            return sorted(name for name in os.listdir(self.root) if name not in LAYOUT)
+            return sorted(name for name in os.listdir(self.root) if name not in LAYOUT | servers())
         except FileNotFoundError:
             return []
 

@@ -56,11 +56,12 @@ class World:
     closers: list[Callable[[], None]] = field(default_factory=list)
     restart_tools: Callable[[], None] | None = None  # restarts that server (the mcp-restart fault)
     settle_tools: Callable[[], None] | None = None  # waits for that server to answer the calls it took
-    # where a target's store lives on a PostgreSQL server (``chaos.world.postgres``): the URL the agent
-    # connects to (``{postgres_url}``: the relay), the relay (it sees each commit), and a server crash
-    database_url: str = ""
+    # where a target's store lives on a server (``chaos.world.engine``): what the agent connects to (the
+    # placeholder its store adapter names, ``{postgres_url}``: the relay), and a server crash; on
+    # PostgreSQL, the relay (it sees each commit)
+    engine_address: str = ""
+    restart_engine: Callable[[], None] | None = None
     relay: Relay | None = None
-    restart_database: Callable[[], None] | None = None
 
     @property
     def store(self) -> Store:
@@ -72,6 +73,11 @@ class World:
         """Its MCP server answers the call it holds badly (``chaos.fault.WorldServers``), where it serves
         the target's tools."""
         return self.box.spoil if self.target.mcp is not None else None
+
+    @property
+    def restart_database(self) -> Callable[[], None] | None:
+        """The database server crashes and restarts (``postgres-crash``), where the store lives on one."""
+        return self.restart_engine if self.store.server == "postgres" else None
 
     @property
     def cut_database_connections(self) -> Callable[[], None] | None:
@@ -133,7 +139,7 @@ class World:
             tools_json=json.dumps(config.tools, sort_keys=True),
             request_deadline=f"{self.deadline:g}" if self.deadline is not None else "",
             mcp_url=self.mcp_url,
-            postgres_url=self.database_url,
+            **({self.store.server_placeholder: self.engine_address} if self.store.server else {}),
             mcp_command=json.dumps(self.mcp_command()),
         )
 

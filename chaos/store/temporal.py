@@ -1,0 +1,135 @@
+"""A Temporal workflow's event history as a store: what the world's Temporal server made durable.
+
+Temporal makes a workflow durable as events in its history: the workflow started with its input, each
+activity scheduled, completed with its result, and the workflow completed with its own. After a worker
+dies, a new worker replays the history and goes on; a completed activity is not run again, one in
+flight when its worker died runs again (at least once, the same activity id). So a call is durable
+once a completed activity's result holds it, and its output once a completed activity's result answers
+it: activities are read as chat messages in OpenAI's format, as DBOS's steps are (``chaos.store.dbos``):
+a model activity's assistant message holds calls, a tool activity's tool message answers one. The run's
+input is the workflow's, its answer the workflow's result once it completed.
+
+chaos reads the histories from the server with Temporal's own client (``temporalio``), never by running
+the workflow's code, and keeps them as one JSON document (the store's ``path``: each workflow's id and
+its history as Temporal's JSON writes it), read again later without a server. Payloads are decoded
+only where their encoding is ``json/plain`` (Temporal's default converter for plain values); another
+(protobuf, a codec's encryption) makes chaos blind. The server is the world's (``chaos.world.temporal``):
+its address is in the sandbox beside the workspace (``SERVER_DIR``). ``pip install 'durable-chaos[temporal]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chaos.store.base import MAX_FILE, Store, View, register, server_folder
+from chaos.store.dbos import chat_steps
+from chaos.store.inert import Blind, json_value
+
+SERVER_DIR = "temporal"  # the server's folder in the sandbox, beside the workspace: its database, its address
+ADDRESS = "address"  # the file in it that names where the server listens (host:port)
+NAMESPACE = "default"
+MAX_WORKFLOWS = 100  # workflows of one case's server read
+READ_TIMEOUT = 10.0  # seconds a snapshot of every history may take
+JSON_PLAIN = "json/plain"
+NULL = "binary/null"
+
+
+def server_dir(workspace: Path) -> Path:
+    return server_folder(workspace, SERVER_DIR)
+
+
+async def _histories(address: str) -> list[dict[str, Any]]:
+    from temporalio.client import Client
+
+    client = await Client.connect(address, namespace=NAMESPACE)
+    out: list[dict[str, Any]] = []
+    async for found in client.list_workflows(limit=MAX_WORKFLOWS):
+        history = await client.get_workflow_handle(found.id, run_id=found.run_id).fetch_history()
+        out.append({"id": found.id, "history": history.to_json_dict()})
+    return out
+
+
+def payload(data: Any, what: str) -> Any:
+    """One of Temporal's payloads as a plain value: JSON (``json/plain``), None (``binary/null``); any
+    other encoding makes chaos blind."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{what}: a payload that is no object")
+    try:
+        encoding = base64.b64decode(str((data.get("metadata") or {}).get("encoding", ""))).decode()
+        raw = base64.b64decode(str(data.get("data", "")))
+    except (binascii.Error, UnicodeDecodeError) as err:
+        raise ValueError(f"{what}: a payload that is no base64: {err}") from None
+    if encoding == NULL:
+        return None
+    if encoding != JSON_PLAIN:
+        raise Blind(
+            f"Temporal kept {what} encoded as {encoding!r}, which chaos does not decode: let activities "
+            "and workflows take and return plain values (Temporal's default JSON converter), no codec"
+        )
+    return json_value(raw, what)
+
+
+def _payloads(container: Any, what: str) -> list[Any]:
+    found = (container or {}).get("payloads") or [] if isinstance(container, dict) else []
+    return [payload(p, what) for p in found]
+
+
+class TemporalStore(Store):
+    name = "temporal"
+    commit: ClassVar[str] = "wire"
+    server: ClassVar[str] = "temporal"
+    server_placeholder: ClassVar[str] = "temporal_address"
+    description = "a Temporal server's workflow histories: completed activities' results as chat messages"
+
+    def files(self, workspace: Path, path: str, state: str | None = None) -> list[Path]:
+        return []  # nothing of it is a file of the agent's machine: a power cut there keeps it all
+
+    def snapshot(self, workspace: Path, path: str, state: str | None = None) -> dict[str, bytes]:
+        try:
+            address = (server_dir(workspace) / ADDRESS).read_text()
+        except FileNotFoundError:
+            return {}
+        histories = asyncio.run(asyncio.wait_for(_histories(address), READ_TIMEOUT))
+        if not histories:
+            return {}
+        return {path: json.dumps({"workflows": histories}, sort_keys=True).encode()[: MAX_FILE + 1]}
+
+    def read(self, files: dict[str, bytes]) -> View:
+        if not files:
+            return View()
+        (data,) = files.values()
+        document = json_value(data, "the workflow histories")
+        workflows = document.get("workflows") if isinstance(document, dict) else None
+        if not isinstance(workflows, list):
+            raise ValueError("the workflow histories: no list of workflows")
+        results: list[Any] = []
+        inputs: list[str] = []
+        final = None
+        items = 0
+        for workflow in workflows:
+            events = ((workflow or {}).get("history") or {}).get("events") or []
+            items += len(events)
+            for event in events:
+                kind = str(event.get("eventType", "")).removeprefix("EVENT_TYPE_")
+                if kind == "WORKFLOW_EXECUTION_STARTED":
+                    given = event.get("workflowExecutionStartedEventAttributes", {}).get("input")
+                    inputs += [v for v in _payloads(given, "a workflow's input") if isinstance(v, str)]
+                elif kind == "ACTIVITY_TASK_COMPLETED":
+                    done = event.get("activityTaskCompletedEventAttributes", {}).get("result")
+                    results += _payloads(done, "an activity's result")
+                elif kind == "WORKFLOW_EXECUTION_COMPLETED":
+                    done = event.get("workflowExecutionCompletedEventAttributes", {}).get("result")
+                    answer = _payloads(done, "a workflow's result")
+                    final = str(answer[0]) if answer else ""
+        calls, outputs = chat_steps(results)
+        return View(
+            tuple(calls.values()), tuple(outputs), final, items, started=bool(inputs), inputs=tuple(inputs)
+        )
+
+
+TEMPORAL_STORE = register(TemporalStore())
