@@ -1,0 +1,201 @@
+"""Temporal (issue 52): the world's Temporal server, the relay that sees each call recording history, the
+history read as a store, and the bundled workflow agent and its broken variant.
+
+The relay's reading of HTTP/2 and the history's reading are pure and tested on bytes; everything else runs
+the real dev server (the Temporal CLI, from the temporal extra) and the real SDK. Without them these tests
+skip, unless CHAOS_REQUIRE_FRAMEWORKS=1 (CI) makes that a failure."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos import api
+from chaos.cli import main
+from chaos.process.ptrace import default_signals
+from chaos.scenario.target import load_target
+from chaos.store import store_named
+from chaos.store.inert import Blind
+from chaos.world.grpcwire import END_HEADERS, END_STREAM, HEADERS, PREFACE, SERVICE, Calls
+from chaos.world.services import open_world
+from tests.conftest import REPO, needs_modules, needs_ptrace
+
+ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
+TEMPORAL = REPO / "targets" / "temporal.toml"
+needs_temporal = needs_modules("temporalio", "hpack")
+DATA = 0x0
+
+
+# -- the relay's reading, on bytes -------------------------------------------------------------------------
+def _frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+@needs_modules("hpack")
+def test_the_relay_holds_only_the_end_of_a_call_that_records_history() -> None:
+    """Three calls on one connection, the second one's header block indexed from the first's (HPACK's
+    table, decoded in order): the heartbeat and the poll pass, the activity's completion ends in a piece of
+    its own (its trailers: the server recorded it), and every byte goes on unchanged, in order."""
+    import hpack
+
+    encoder = hpack.Encoder()
+
+    def request(stream: int, method: str) -> bytes:
+        block = encoder.encode([(":method", "POST"), (":path", SERVICE + method), ("te", "trailers")])
+        return _frame(HEADERS, END_HEADERS, stream, block) + _frame(DATA, END_STREAM, stream, b"\0\0\0\0\0")
+
+    calls = Calls()
+    asked = PREFACE + _frame(0x4, 0, 0, b"") + request(1, "PollActivityTaskQueue")
+    asked += request(3, "RecordActivityTaskHeartbeat") + request(5, "RespondActivityTaskCompleted")
+    for at in range(0, len(asked), 7):  # as it comes, a few bytes at a time
+        calls.asked(asked[at : at + 7])
+    assert calls.commits == {5}
+    answers = [
+        _frame(0x4, 0, 0, b""),
+        _frame(HEADERS, END_HEADERS, 3, b"\x88"),
+        _frame(DATA, 0, 3, b"\0\0\0\0\0"),
+        _frame(HEADERS, END_HEADERS | END_STREAM, 3, b"trailers"),
+        _frame(HEADERS, END_HEADERS, 5, b"\x88"),
+        _frame(HEADERS, END_HEADERS | END_STREAM, 5, b"trailers"),
+        _frame(HEADERS, END_HEADERS | END_STREAM, 1, b"trailers"),
+    ]
+    stream = b"".join(answers)
+    pieces = [p for at in range(0, len(stream), 5) for p in calls.feed(stream[at : at + 5])]
+    assert b"".join(p.data for p in pieces) == stream
+    assert [p.data for p in pieces if p.commit] == [answers[5]]
+    with pytest.raises(ValueError, match="claims"):
+        Calls().feed(b"\xff\xff\xff" + bytes(6))
+    with pytest.raises(ValueError, match="no HTTP/2"):
+        Calls().asked(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+
+
+# -- the history, read as a store ----------------------------------------------------------------------------
+def _payload(value: object, encoding: str = "json/plain") -> dict[str, object]:
+    return {
+        "metadata": {"encoding": base64.b64encode(encoding.encode()).decode()},
+        "data": base64.b64encode(json.dumps(value).encode()).decode(),
+    }
+
+
+def _history(*events: tuple[str, str, dict[str, object]]) -> dict[str, bytes]:
+    listed = [
+        {"eventId": str(n), "eventType": f"EVENT_TYPE_{kind}", attributes: value}
+        for n, (kind, attributes, value) in enumerate(events, 1)
+    ]
+    return {"history.json": json.dumps({"workflows": [{"id": "w", "history": {"events": listed}}]}).encode()}
+
+
+def test_a_history_is_read_as_its_activities_chat_messages() -> None:
+    """The model activity's result holds the call, the tool activity's answers it, the workflow's result is
+    the answer; a payload in an encoding chaos does not decode (protobuf, a codec's) makes chaos blind."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "deploy", "arguments": '{"service":"web"}'},
+    }
+    answer = {"role": "assistant", "content": None, "tool_calls": [call]}
+    output = {"role": "tool", "tool_call_id": "call_1", "content": "deployed web"}
+    started = ("WORKFLOW_EXECUTION_STARTED", "workflowExecutionStartedEventAttributes", {"input": {"payloads": [_payload("Deploy web.")]}})  # fmt: skip
+    done = [
+        ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [_payload(m)]}})
+        for m in (answer, output)
+    ]  # fmt: skip
+    final = ("WORKFLOW_EXECUTION_COMPLETED", "workflowExecutionCompletedEventAttributes", {"result": {"payloads": [_payload("Deployed web.")]}})  # fmt: skip
+    store = store_named("temporal")
+    view = store.read(_history(started, *done, final))
+    assert [c.id for c in view.calls] == ["call_1"] and [o.call_id for o in view.outputs] == ["call_1"]
+    assert view.final == "Deployed web." and view.inputs == ("Deploy web.",) and view.items == 4
+    assert store.read(_history(started, done[0])).orphan_calls() and store.read({}) == type(view)()
+    opaque = ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [_payload(1, "binary/protobuf")]}})  # fmt: skip
+    with pytest.raises(Blind, match="binary/protobuf"):
+        store.read(_history(started, opaque))
+
+
+# -- the real server and the bundled agent ----------------------------------------------------------------
+def _servers(root: Path) -> list[psutil.Process]:
+    """The live Temporal servers whose command line names a folder under ``root``."""
+    return [
+        proc
+        for proc in psutil.process_iter(["name", "cmdline", "status"])
+        if proc.info["name"] == "temporal"
+        and proc.info["status"] != psutil.STATUS_ZOMBIE
+        and str(root) in " ".join(proc.info["cmdline"] or [])
+    ]
+
+
+@needs_temporal
+def test_the_world_runs_its_own_server_and_it_goes_with_the_world() -> None:
+    world = open_world(api.load(ONE), load_target(TEMPORAL), {})
+    root = world.box.root
+    try:
+        assert world.relay is not None and world.engine_address.startswith("127.0.0.1:")
+        assert _servers(root), "no server ran in the world's sandbox"
+        assert world.store.snapshot(world.box.workspace, "history.json") == {}  # no workflow yet
+    finally:
+        world.close()
+    assert not root.exists() and not _servers(root)
+
+
+@needs_temporal
+def test_the_bundled_temporal_target_is_usable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["target", "check", str(TEMPORAL)]) == 0, capsys.readouterr().out
+
+
+@needs_temporal
+@needs_ptrace
+@pytest.mark.slow
+def test_a_sweep_of_the_workflow_agent_is_clean_and_a_tool_in_workflow_code_is_one_failure(
+    tmp_path: Path,
+) -> None:
+    """The default matrix over the deploy: every kill exact at its boundary (the relay holds the server's
+    answer to a call that records history), and the recovery keeps Temporal's promise. The same workflow
+    with its tool run in the workflow's own code (no activity) records no output: one distinct failure."""
+    done = api.sweep([ONE], TEMPORAL, results=tmp_path / "agent", jobs=2)
+    summary = json.loads((tmp_path / "agent" / "summary.json").read_text())
+    assert done.ok, [g.label for g in done.summary.groups]
+    assert summary["reached"] >= 10 and summary["exact"] == summary["reached"], summary
+    assert summary["coverage"]["cells"].get("kill at commit", 0) >= 1, summary["coverage"]["cells"]
+    broken = tmp_path / "tool-in-workflow.toml"
+    app = '"--app", "chaos.bundled.targets.frameworks.temporal_app:ToolInWorkflow", "--workflow"'
+    broken.write_text(TEMPORAL.read_text().replace('"--workflow"', app))
+    done = api.sweep([ONE], broken, results=tmp_path / "broken", jobs=2, faults=("kill",))
+    assert [g.check for g in done.summary.groups] == ["store-consistent"], [
+        g.label for g in done.summary.groups
+    ]
+
+
+@needs_temporal
+@pytest.mark.slow
+def test_no_server_outlives_a_chaos_killed(tmp_path: Path) -> None:
+    """Killed outright (SIGKILL), chaos can remove nothing: its Temporal servers die with it (the kernel's
+    parent-death signal)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = [sys.executable, "-m", "chaos", "sweep", str(ONE), "--target", str(TEMPORAL), "-j", "2"]
+    proc = subprocess.Popen(
+        [*args, "--results", str(tmp_path / "r")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=default_signals,
+    )
+    deadline = time.monotonic() + 120
+    while not _servers(tmp_path) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert _servers(tmp_path), "no server started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+    deadline = time.monotonic() + 10
+    while _servers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _servers(tmp_path), [p.info["cmdline"] for p in _servers(tmp_path)]
+    for child in psutil.Process().children(recursive=True):  # what the killed chaos left (the agent)
+        child.kill()
