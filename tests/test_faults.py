@@ -52,6 +52,8 @@ TABLE = {
         "prompt-again-on-lost-connection",
         "inputs-once",
     ),
+    # a store on the world's Temporal server: the bug is the Temporal driver's starter (TEMPORAL_DRIVER_BUG)
+    "temporal-crash": ("frameworks/deploy-engine-crash", "prompt-again-on-lost-connection", "inputs-once"),
     # parallel calls of a framework's graph: the "bug" is the target's declaration (at most once), which the
     # first call, run again on resume since its output was not durable when the second's was, breaks
     "overtaken": ("frameworks/deploy-overtaken", AT_MOST_ONCE, "effects-as-declared"),
@@ -83,9 +85,15 @@ def test_the_fault_exposes_its_bug_and_the_correct_agent_passes(name: str, tmp_p
         pytest.importorskip(
             "psycopg", reason="a store on the world's PostgreSQL server is the postgres extra"
         )
+    if target.store_spec.kind == "temporal":
+        pytest.importorskip(
+            "temporalio", reason="a store on the world's Temporal server is the temporal extra"
+        )
     fine = run_case(scenario, target, {}, tmp_path / "fine")
     assert fine.ok, [c.text() for c in fine.failed]
-    switch = "TINY_REFERENCE_BUG" if target.facts else "LANGGRAPH_DRIVER_BUG"
+    switch = (
+        "TINY_REFERENCE_BUG" if target.facts else f"{target.store_spec.kind.split('-')[0].upper()}_DRIVER_BUG"
+    )
     if bug == AT_MOST_ONCE:
         target, env = replace(target, store_spec=replace(target.store_spec, semantics="at-most-once")), {}
     else:

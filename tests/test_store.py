@@ -509,10 +509,13 @@ def test_a_fault_says_itself_whether_it_lands_on_a_store() -> None:
     assert "needs a session log" in (FAULTS["torn"].unavailable_on_store() or "")
     # a disk fault fails the agent's own calls on its store's files: a server's store has none here
     assert "has none on this machine" in (FAULTS["disk-full"].unavailable_on_store("wire") or "")
-    assert FAULTS["postgres-crash"].unavailable_on_store("wire") is None
+    assert FAULTS["postgres-crash"].unavailable_on_store("wire", "postgres") is None
+    assert FAULTS["temporal-crash"].unavailable_on_store("wire", "temporal") is None
+    assert "Temporal server" in (FAULTS["temporal-crash"].unavailable_on_store("wire", "postgres") or "")
+    assert "PostgreSQL server" in (FAULTS["postgres-crash"].unavailable_on_store("wire", "temporal") or "")
     assert all(FAULTS["bit-flip"].unavailable_on_store(commit) is None for commit in ("sqlite", "rename"))
     assert FAULTS["kill"].unavailable_on_store("rename") is None
-    assert FAULTS["connection-lost"].unavailable_on_store("wire") is None
+    assert FAULTS["connection-lost"].unavailable_on_store("wire", "postgres") is None
     assert "needs a store on the world's PostgreSQL server" in (
         FAULTS["connection-lost"].unavailable_on_store() or ""
     )

@@ -20,6 +20,7 @@ from chaos.fault.paused_writer import PausedWriter
 from chaos.fault.postgres import PostgresCrash
 from chaos.fault.power_loss import PowerLoss
 from chaos.fault.short_write import ShortWrite
+from chaos.fault.temporal import TemporalCrash
 from chaos.fault.terminate import Terminate
 from chaos.fault.torn import Torn
 from chaos.fault.write_error import WriteError
@@ -51,6 +52,7 @@ FAULTS: dict[str, Fault] = {
         McpError(),
         PostgresCrash(),
         ConnectionLost(),
+        TemporalCrash(),
         Overtaken(),
     )
 }

@@ -146,9 +146,9 @@ class WorldServers(Protocol):
         """The MCP server answers the call it holds badly once it has run (``error``, ``cut``,
         ``session-lost``)."""
 
-    @property
-    def restart_database(self) -> Callable[[], None] | None:
-        """The database server crashes (the commit it holds is made, its answer lost) and restarts."""
+    def restart_server(self, server: str) -> Callable[[], None] | None:
+        """The server the store lives on crashes (the commit it holds is made, its answer lost) and restarts
+        on the same data, where it is ``server`` ("postgres", "temporal": ``chaos.store.Store.server``)."""
 
     @property
     def cut_database_connections(self) -> Callable[[], None] | None:

@@ -15,6 +15,7 @@ on the world's server (``[store] kind`` of a server store, ``chaos.store.postgre
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from chaos.errors import UsageError
 from chaos.fault.base import Fault, Stop, WorldServers
@@ -22,9 +23,12 @@ from chaos.store import known, store_named
 
 
 class ServerStoreFault(Fault):
-    """A fault of the database server a store lives on: at a commit the server made, its answer held at
-    the world's relay; the agent goes on, and meets a lost connection with a commit it cannot know the
-    fate of. Lands only on a store on the world's server, in the first run and in a recovery."""
+    """A fault of the server a store lives on: at a commit the server made, its answer held at the world's
+    relay; the agent goes on, and meets a lost connection with a commit it cannot know the fate of. Lands
+    only on a store on the world's server of its kind (``server``), in the first run and in a recovery."""
+
+    server: ClassVar[str] = "postgres"  # the server it lands on (``chaos.store.Store.server``)
+    server_name: ClassVar[str] = "PostgreSQL"
 
     places = "durable"
     on_stores = True
@@ -42,30 +46,34 @@ class ServerStoreFault(Fault):
         act = self.server_fault(stop.world)
         if act is None:
             raise UsageError(
-                f"{self.name}: this world runs no database server (the target's store is not on one)"
+                f"{self.name}: this world runs no {self.server_name} server (the target's store is not on one)"
             )
         act()
 
     def unavailable_on_store(self, commit: str = "sqlite", server: str | None = None) -> str | None:
-        return None if commit == "wire" and server in ("postgres", None) else self.unavailable_on_log()
+        return None if commit == "wire" and server == self.server else self.unavailable_on_log()
 
     def unavailable_on_log(self) -> str | None:
         return (
-            f"the {self.name} fault needs a store on the world's PostgreSQL server "
-            f"([store] kind = {server_store_kinds()})"
+            f"the {self.name} fault needs a store on the world's {self.server_name} server "
+            f"([store] kind = {server_store_kinds(self.server)})"
         )
 
 
-def server_store_kinds() -> str:
-    """The registered stores that live on the world's PostgreSQL server, as a user names them."""
-    return ", ".join(k for k in known() if store_named(k).server == "postgres")
+def server_store_kinds(server: str = "postgres") -> str:
+    """The registered stores that live on the world's ``server``, as a user names them."""
+    return ", ".join(k for k in known() if store_named(k).server == server)
 
 
-class PostgresCrash(ServerStoreFault):
+class ServerCrash(ServerStoreFault):
+    """The server crashes at the commit and a new one recovers the same data (``WorldServers.restart_server``)."""
+
+    def server_fault(self, world: WorldServers) -> Callable[[], None] | None:
+        return world.restart_server(self.server)
+
+
+class PostgresCrash(ServerCrash):
     name = "postgres-crash"
     summary = (
         "the world's PostgreSQL server crashes at a commit (its answer lost) and restarts; the agent goes on"
     )
-
-    def server_fault(self, world: WorldServers) -> Callable[[], None] | None:
-        return world.restart_database

@@ -74,10 +74,10 @@ class World:
         the target's tools."""
         return self.box.spoil if self.target.mcp is not None else None
 
-    @property
-    def restart_database(self) -> Callable[[], None] | None:
-        """The database server crashes and restarts (``postgres-crash``), where the store lives on one."""
-        return self.restart_engine if self.store.server == "postgres" else None
+    def restart_server(self, server: str) -> Callable[[], None] | None:
+        """The server the store lives on crashes and restarts (``postgres-crash``, ``temporal-crash``),
+        where it is ``server``."""
+        return self.restart_engine if self.store.server == server else None
 
     @property
     def cut_database_connections(self) -> Callable[[], None] | None:

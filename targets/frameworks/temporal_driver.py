@@ -10,6 +10,8 @@ again, which takes the workflow's next tasks as any worker does after a crash, u
 workflow the server never started: there is nothing to resume). The worker keeps no workflow cached
 (no sticky queue: a dead worker's next task goes to the next worker at once), and a workflow task's
 timeout is ``TASK_TIMEOUT``, so a recovery waits for the dead worker no longer than it must.
+``TEMPORAL_DRIVER_BUG=prompt-again-on-lost-connection`` is a starter's classic mistake, for the fault
+table: its client does not retry, and a start whose answer was lost is started again under a new id.
 Exit 0: completed; 1: the workflow failed. The process ends at once once the worker has shut down
 (``os._exit``, its output flushed): the SDK's native threads outlive the worker, and one that takes the
 interpreter's lock while it finalizes crashes it (a SIGSEGV or an abort after the answer was printed, in
@@ -25,7 +27,7 @@ import sys
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from .loading import load, parser
@@ -33,12 +35,16 @@ from .temporal_app import ACTIVITIES
 
 QUEUE = "chaos-agent"
 TASK_TIMEOUT = timedelta(seconds=2)
+NO_RETRIES = RetryConfig(max_retries=1, initial_interval_millis=1, max_elapsed_time_millis=1)
 
 
 async def _run(args: argparse.Namespace) -> int:
     address, workflow_id = args.db, args.workflow
     agent = load(args.app, "-")
+    again = os.environ.get("TEMPORAL_DRIVER_BUG") == "prompt-again-on-lost-connection"
     client = await Client.connect(address)
+    # the mistake's starter: a client that does not retry (the SDK's retries once, at once, and gives up)
+    starter = await Client.connect(address, retry_config=NO_RETRIES) if again else client
     async with Worker(
         client, task_queue=QUEUE, workflows=[agent], activities=ACTIVITIES, max_cached_workflows=0
     ):
@@ -52,13 +58,21 @@ async def _run(args: argparse.Namespace) -> int:
                 print("nothing to resume")
                 return 0
         else:
-            handle = await client.start_workflow(
-                agent.run,
-                args.prompt,
-                id=workflow_id,
-                task_queue=QUEUE,
-                task_timeout=TASK_TIMEOUT,
-            )
+            try:
+                handle = await starter.start_workflow(
+                    agent.run, args.prompt, id=workflow_id, task_queue=QUEUE, task_timeout=TASK_TIMEOUT
+                )
+            except RPCError:
+                if not again:
+                    raise
+                await asyncio.sleep(1)  # (the server back)
+                handle = await client.start_workflow(
+                    agent.run,
+                    args.prompt,
+                    id=f"{workflow_id}-again",
+                    task_queue=QUEUE,
+                    task_timeout=TASK_TIMEOUT,
+                )
         try:
             result = await handle.result()
         except WorkflowFailureError as err:
