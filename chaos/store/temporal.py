@@ -43,6 +43,32 @@ def server_dir(workspace: Path) -> Path:
     return server_folder(workspace, SERVER_DIR)
 
 
+# What a copy keeps of each event: its kind and, for the kinds the view reads, the payloads it reads. The
+# rest (a worker's identity, pid@hostname; times; task queues) is the machine's, never written to results.
+READ = {
+    "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED": ("workflowExecutionStartedEventAttributes", "input"),
+    "EVENT_TYPE_ACTIVITY_TASK_COMPLETED": ("activityTaskCompletedEventAttributes", "result"),
+    "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED": ("workflowExecutionCompletedEventAttributes", "result"),
+}
+
+
+def _kept(event: dict[str, Any]) -> dict[str, Any]:
+    kind = str(event.get("eventType", ""))
+    out: dict[str, Any] = {"eventId": event.get("eventId"), "eventType": kind}
+    if kind in READ:
+        attributes, field = READ[kind]
+        payloads = ((event.get(attributes) or {}).get(field) or {}).get("payloads") or []
+        kept = [
+            {
+                "metadata": {"encoding": (p.get("metadata") or {}).get("encoding", "")},
+                "data": p.get("data", ""),
+            }
+            for p in payloads
+        ]
+        out[attributes] = {field: {"payloads": kept}}
+    return out
+
+
 async def _histories(address: str) -> list[dict[str, Any]]:
     from temporalio.client import Client
 
@@ -50,7 +76,8 @@ async def _histories(address: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     async for found in client.list_workflows(limit=MAX_WORKFLOWS):
         history = await client.get_workflow_handle(found.id, run_id=found.run_id).fetch_history()
-        out.append({"id": found.id, "history": history.to_json_dict()})
+        events = [_kept(event) for event in history.to_json_dict().get("events", [])]
+        out.append({"id": found.id, "history": {"events": events}})
     return out
 
 
