@@ -10,16 +10,21 @@ with the kernel's parent-death signal (``die_with_chaos``), in a cage of its own
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import os
 import queue
 import signal
+import subprocess
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
 from chaos.errors import TargetUnusable
+from chaos.world.contain import Cage
 from chaos.world.pgwire import Relay
 from chaos.world.world import World
 
@@ -79,6 +84,46 @@ class Engine(ABC):
 
     name: ClassVar[str]  # the store adapter's ``server``
     client: ClassVar[tuple[str, str]]  # the module chaos reads the engine with, and the extra that brings it
+    proc: subprocess.Popen[bytes] | None = None  # the server's process, while it runs
+    cage: Cage | None = None  # and the cage it and what it starts run in
+
+    def spawn(
+        self, argv: list[str], env: dict[str, str], log: Path, become: Callable[[], None] = lambda: None
+    ) -> subprocess.Popen[bytes]:
+        """Start the server's process in a cage of its own, from the spawner's thread: before it runs, it
+        enters its cage, becomes its user (``become``) and dies with chaos (last: a change of user clears
+        the parent-death signal). Its output goes to ``log``."""
+        self.cage = cage = Cage()
+
+        def first() -> None:
+            cage.enter()
+            become()
+            die_with_chaos()
+
+        with log.open("ab") as out:
+            self.proc = spawned(
+                lambda: subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    start_new_session=True,
+                    preexec_fn=first,
+                    env=env,
+                )
+            )
+        return self.proc
+
+    def stop(self) -> None:
+        """The server dies at once with all it started (SIGKILL: what it answered is on its disk)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.cage is not None:
+            self.cage.remove()
+        self.proc.wait()
+        self.proc = None
 
     @abstractmethod
     def __init__(self, world: World) -> None:

@@ -34,13 +34,11 @@ The agent reaches it through the relay (``chaos.world.pgwire``) at
 from __future__ import annotations
 
 import atexit
-import contextlib
 import glob
 import os
 import pwd
 import secrets
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
@@ -50,7 +48,6 @@ from pathlib import Path
 
 from chaos.errors import TargetUnusable
 from chaos.store.postgres import AGENT, DATABASE, PASSWORD, PORT, USER, dsn, server_dir
-from chaos.world.contain import Cage
 from chaos.world.engine import Engine, die_with_chaos, engine, spawned
 from chaos.world.pgwire import Relay
 from chaos.world.sandbox import PREFIX, claim
@@ -108,15 +105,18 @@ def _own(path: Path) -> None:
             os.chown(os.path.join(folder, name), *user)
 
 
-def _as_server(cage: Cage | None = None) -> None:
-    """The server process's first step: join its cage, become the server's user, and die with chaos (the
-    kernel's parent-death signal, set last: a change of user clears it)."""
-    if cage is not None:
-        cage.enter()
+def _become() -> None:
+    """In the server's process: become the server's user, where chaos is root."""
     user = _user()
     if user is not None:
         os.setgid(user[1])
         os.setuid(user[0])
+
+
+def _as_server() -> None:
+    """A server program's first step (``initdb``): become the server's user, and die with chaos (the
+    kernel's parent-death signal, set last: a change of user clears it)."""
+    _become()
     die_with_chaos()
 
 
@@ -187,8 +187,6 @@ class Postgres(Engine):
         self.real.chmod(0o700)  # the socket's folder: the server's user's alone
         self.password = secrets.token_urlsafe(24)  # the agent's, for this case
         self.log = world.box.home / "postgres.log"
-        self.cage: Cage | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
         try:
             self.start()
         except BaseException:
@@ -202,21 +200,9 @@ class Postgres(Engine):
         return f"postgresql://{AGENT}:{self.password}@127.0.0.1:{self.wire.port}/{DATABASE}?sslmode=disable"
 
     def start(self) -> None:
-        self.cage = Cage()
         argv = [str(binaries() / "postgres"), "-D", str(self.data), "-k", str(self.real), "-p", str(PORT),
                 *SETTINGS]  # fmt: skip
-        with self.log.open("ab") as log:
-            self.proc = spawned(
-                lambda: subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                    preexec_fn=lambda: _as_server(self.cage),
-                    env={"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"},
-                )
-            )
+        self.spawn(argv, {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}, self.log, _become)
         self._ready()
 
     def _ready(self) -> None:
@@ -245,17 +231,6 @@ class Postgres(Engine):
                         f"the world's PostgreSQL server did not answer in {READY_WAIT:g} s"
                     ) from None
                 time.sleep(0.01)
-
-    def stop(self) -> None:
-        """The server dies at once with every backend (SIGKILL: what it committed is on disk)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.cage is not None:
-            self.cage.remove()
-        self.proc.wait()
-        self.proc = None
 
     def restart(self) -> None:
         """A server crash: every backend gone, the connections through the relay cut, and a new server

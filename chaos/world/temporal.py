@@ -14,20 +14,16 @@ in its database (SQLite, synchronous), the workers reconnect.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sysconfig
 import time
 from pathlib import Path
 
 from chaos.errors import TargetUnusable
 from chaos.store.temporal import ADDRESS, NAMESPACE, server_dir
-from chaos.world.contain import Cage
-from chaos.world.engine import Engine, die_with_chaos, engine, spawned
+from chaos.world.engine import Engine, engine
 from chaos.world.grpcwire import Calls
 from chaos.world.pgwire import Relay
 from chaos.world.world import World
@@ -68,12 +64,6 @@ async def _answers(address: str) -> bool:
     return True
 
 
-def _as_server(cage: Cage) -> None:
-    """The server process's first step: join its cage, die with chaos."""
-    cage.enter()
-    die_with_chaos()
-
-
 @engine
 class Temporal(Engine):
     """One case's Temporal dev server on a database in its sandbox."""
@@ -85,8 +75,6 @@ class Temporal(Engine):
         self.folder = server_dir(world.box.workspace)
         self.folder.mkdir()
         self.log = world.box.home / "temporal.log"
-        self.cage: Cage | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         for attempt in range(STARTS):
             self.port = _free_port()
@@ -108,43 +96,19 @@ class Temporal(Engine):
         return self.wire
 
     def start(self) -> None:
-        self.cage = Cage()
         argv = [
             str(binary()), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
             "--db-filename", str(self.folder / "temporal.db"), "--log-level", "warn",
         ]  # fmt: skip
-        cage = self.cage
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.folder), "LANG": "C.UTF-8"}
-        with self.log.open("ab") as log:
-            self.proc = spawned(
-                lambda: subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                    preexec_fn=lambda: _as_server(cage),
-                    env=env,
-                )
-            )
+        proc = self.spawn(argv, env, self.log)
         deadline = time.monotonic() + READY_WAIT
         while not asyncio.run(_answers(f"127.0.0.1:{self.port}")):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 tail = self.log.read_text(errors="replace")[-600:]
                 raise TargetUnusable(f"the world's Temporal server did not start: {tail}")
             time.sleep(0.02)
-
-    def stop(self) -> None:
-        """The server dies at once (SIGKILL: what it answered is in its database)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.cage is not None:
-            self.cage.remove()
-        self.proc.wait()
-        self.proc = None
 
     def restart(self) -> None:
         self.stop()

@@ -1,22 +1,19 @@
 """The bundled DBOS agent: a durable workflow whose steps are the model's answers and the tool's runs,
 each a chat message in OpenAI's format (what ``chaos.store.dbos`` reads). The only chaos-specific line
-is the tool's call of ``chaos.ledger.effect``, which records the real effect and its call id.
+is the tool's call of ``chaos.ledger.effect`` (``loading.deploy``), which records the real effect and its call id.
 
 ``unrecorded_model`` is the classic mistake: the model is called in the workflow's own code, not in a
 step, so a recovery asks it again and gets calls with new ids."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from dbos import DBOS
 from openai import OpenAI
 
-from chaos.ledger import effect
-
-from .loading import TOOLS, deadline, whole_answer
+from .loading import TOOLS, assistant_message, deadline, deploy, whole_answer
 
 SYSTEM = "Deploy what you are asked to."
 
@@ -37,17 +34,8 @@ def _request(messages: list[dict[str, Any]], deadline: float) -> dict[str, Any]:
         timeout=deadline,
     )
     model = os.environ.get("CHAOS_MODEL", "scripted/model")
-    message = client.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message  # type: ignore[arg-type]
-    calls = [
-        {
-            "id": c.id,
-            "type": "function",
-            "function": {"name": c.function.name, "arguments": c.function.arguments},
-        }
-        for c in message.tool_calls or []
-        if c.type == "function"
-    ]
-    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+    answer = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+    return assistant_message(answer.choices[0].message)
 
 
 @DBOS.step()
@@ -59,14 +47,7 @@ def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
 @DBOS.step()
 def run_tool(call: dict[str, Any]) -> dict[str, Any]:
     """One call, as a step of its own: its output recorded when it returns."""
-    function = call["function"]
-    if function["name"] != "deploy":
-        text = f"Error: {function['name']} is not a valid tool"
-    else:
-        service = json.loads(function["arguments"] or "{}").get("service", "")
-        effect("deploy", service, call_id=call["id"])
-        text = f"deployed {service}"
-    return {"role": "tool", "tool_call_id": call["id"], "content": text}
+    return deploy(call)
 
 
 def _loop(prompt: str, answer: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import queue
 import sys
@@ -123,6 +124,36 @@ def model_client() -> AsyncOpenAI:
 def model_name() -> str:
     """The model the scripted server answers as (the target's ``CHAOS_MODEL``)."""
     return os.environ.get("CHAOS_MODEL", "scripted/model")
+
+
+def assistant_message(message: Any) -> dict[str, Any]:
+    """An OpenAI client's assistant message as plain values (what a durable step or activity returns, and
+    what ``chaos.store.dbos`` and ``chaos.store.temporal`` read): its text and its function calls."""
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.function.name, "arguments": c.function.arguments},
+        }
+        for c in message.tool_calls or []
+        if c.type == "function"
+    ]
+    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+
+
+def deploy(call: dict[str, Any]) -> dict[str, Any]:
+    """The bundled apps' tool, run for one call in OpenAI's format: the deploy (recorded in the effect
+    ledger with the call's id), answered as a tool message."""
+    from chaos.ledger import effect
+
+    function = call["function"]
+    if function["name"] != "deploy":
+        text = f"Error: {function['name']} is not a valid tool"
+    else:
+        service = json.loads(function["arguments"] or "{}").get("service", "")
+        effect("deploy", service, call_id=call["id"])
+        text = f"deployed {service}"
+    return {"role": "tool", "tool_call_id": call["id"], "content": text}
 
 
 def whole_answer(ask: Callable[[], T], seconds: float) -> T:

@@ -1,19 +1,18 @@
 """The bundled Temporal agent: a workflow whose activities are the model's answers and the tool's runs,
 each a chat message in OpenAI's format (what ``chaos.store.temporal`` reads). The only chaos-specific
-line is the tool activity's call of ``chaos.ledger.effect``, which records the real effect and its
+line is the tool's call of ``chaos.ledger.effect`` (``loading.deploy``), which records the real effect and its
 call id (the activity's id is the tool call's: Temporal runs it again under the same one).
 
 Activities heartbeat, so a worker that dies is noticed in ``HEARTBEAT`` seconds and its activity given
 to the next worker, not after the activity's whole timeout.
 
-``tool_in_workflow`` is the classic mistake: the tool runs in the workflow's own code, not in an
+``ToolInWorkflow`` is the classic mistake: the tool runs in the workflow's own code, not in an
 activity, so a worker that replays the history after a crash runs it again, and nothing of it is
 recorded."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -22,9 +21,7 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from chaos.ledger import effect
-
-    from .loading import TOOLS, deadline, model_client, model_name
+    from .loading import TOOLS, assistant_message, deadline, deploy, model_client, model_name
 
 SYSTEM = "Deploy what you are asked to."
 HEARTBEAT = 2.0  # seconds without a heartbeat before the server gives an activity to another worker
@@ -47,17 +44,7 @@ async def _request(messages: list[dict[str, Any]]) -> dict[str, Any]:
         model_client().chat.completions.create(model=model_name(), messages=messages, tools=TOOLS),  # type: ignore[arg-type]
         deadline(),
     )
-    message = answer.choices[0].message
-    calls = [
-        {
-            "id": c.id,
-            "type": "function",
-            "function": {"name": c.function.name, "arguments": c.function.arguments},
-        }
-        for c in message.tool_calls or []
-        if c.type == "function"
-    ]
-    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+    return assistant_message(answer.choices[0].message)
 
 
 @activity.defn
@@ -66,21 +53,10 @@ async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return await _beating(_request(messages))
 
 
-def _deploy(call: dict[str, Any]) -> dict[str, Any]:
-    function = call["function"]
-    if function["name"] != "deploy":
-        text = f"Error: {function['name']} is not a valid tool"
-    else:
-        service = json.loads(function["arguments"] or "{}").get("service", "")
-        effect("deploy", service, call_id=call["id"])
-        text = f"deployed {service}"
-    return {"role": "tool", "tool_call_id": call["id"], "content": text}
-
-
 @activity.defn
 async def run_tool(call: dict[str, Any]) -> dict[str, Any]:
     """One call, as an activity of its own (its id the call's): its output in the history when it returns."""
-    return await _beating(asyncio.to_thread(_deploy, call))
+    return await _beating(asyncio.to_thread(deploy, call))
 
 
 async def _loop(prompt: str, in_workflow: bool) -> str:
@@ -100,7 +76,7 @@ async def _loop(prompt: str, in_workflow: bool) -> str:
         for call in message["tool_calls"]:
             if in_workflow:
                 with workflow.unsafe.sandbox_unrestricted():
-                    messages.append(_deploy(call))
+                    messages.append(deploy(call))
                 continue
             output = await workflow.execute_activity(
                 run_tool, call, activity_id=call["id"], start_to_close_timeout=timeout,
