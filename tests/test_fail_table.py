@@ -120,6 +120,18 @@ def _framework_run(scenario: str, target: str, bug: str = "") -> list[Check]:
     return run_case(loaded, spec, {"LANGGRAPH_DRIVER_BUG": bug} if bug else {}, folder).checks
 
 
+def _temporal_run(app: str, crash: str) -> list[Check]:
+    """The bundled Temporal workflow agent with another workflow of ``temporal_app`` (a broken variant; its
+    deploys leave a file, its worker caches workflows)."""
+    loaded = load_scenario(REPO / "scenarios" / "frameworks" / "deploy-one-service.toml")
+    loaded = loaded.with_crash(Strike(Boundary.parse(crash)))
+    target = WORK[0] / f"temporal-{app}.toml"
+    module = "chaos.bundled.targets.frameworks.temporal_app"
+    named = f'"--app", "{module}:{app}", "--activities", "{module}:MARKING", "--cache", "--workflow"'
+    target.write_text((REPO / "targets" / "temporal.toml").read_text().replace('"--workflow"', named))
+    return run_case(loaded, load_target(target), {}, WORK[0] / f"temporal-{app}-run").checks
+
+
 def _liar(tmp: Path) -> list[Check]:
     liar = tmp / "liar.py"
     liar.write_text("import json\nprint(json.dumps({'ok': True, 'state': {}}))\n")
@@ -175,6 +187,8 @@ ROWS: dict[str, Callable[[Path], list[Check]]] = {
     "saved-in-order": lambda t: _framework_run("deploy-saves-overtaken", "langgraph"),
     "mcp-trust": lambda t: _run("full-workflow", "mcp-trusts-hints", target="reference-mcp"),
     "mcp-answer": lambda t: _answers_rewritten(),
+    # a workflow that reads the world in its own code: replayed by a new worker, it takes another path
+    "replay-deterministic": lambda t: _temporal_run("ReadsTheWorld", "output-durable[tool=deploy]"),
 }
 
 

@@ -114,7 +114,12 @@ def test_a_history_is_read_as_its_activities_chat_messages() -> None:
     view = store.read(_history(started, *done, final))
     assert [c.id for c in view.calls] == ["call_1"] and [o.call_id for o in view.outputs] == ["call_1"]
     assert view.final == "Deployed web." and view.inputs == ("Deploy web.",) and view.items == 4
-    assert store.read(_history(started, done[0])).orphan_calls() and store.read({}) == type(view)()
+    assert store.read(_history(started, done[0])).orphan_calls() and store.read({}) == type(view)(replays=())
+    assert view.replays == () and store.read({}).replays == ()
+    nondeterministic = ("WORKFLOW_TASK_FAILED", "workflowTaskFailedEventAttributes", {"cause": "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR", "failure": {"message": "[TMPRL1100] Nondeterminism error: no command scheduled"}})  # fmt: skip
+    other = ("WORKFLOW_TASK_FAILED", "workflowTaskFailedEventAttributes", {"cause": "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE", "failure": {"message": "ImportError"}})  # fmt: skip
+    replayed = store.read(_history(started, other, nondeterministic))
+    assert replayed.replays == ("[TMPRL1100] Nondeterminism error: no command scheduled",)
     opaque = ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [_payload(1, "binary/protobuf")]}})  # fmt: skip
     with pytest.raises(Blind, match="binary/protobuf"):
         store.read(_history(started, opaque))
@@ -167,19 +172,19 @@ def test_the_bundled_temporal_target_is_usable(capsys: pytest.CaptureFixture[str
 @needs_temporal
 @needs_ptrace
 @pytest.mark.slow
-def test_a_sweep_of_the_workflow_agent_is_clean_and_a_tool_in_workflow_code_is_one_failure(
+def test_a_sweep_of_the_workflow_agent_is_clean_and_each_broken_variant_is_one_failure(
     tmp_path: Path,
 ) -> None:
     """The default matrix over the deploy: every kill exact at its boundary (the relay holds the server's
     answer to a call that records history), and the recovery keeps Temporal's promise. The same workflow
-    with its tool run in the workflow's own code (no activity) records no output: one distinct failure."""
+    with its tool run in the workflow's own code (no activity) records no output: one distinct failure;
+    one that reads the world in its own code replays another path after a restart: one distinct failure,
+    in Temporal's words."""
     done = api.sweep([ONE], TEMPORAL, results=tmp_path / "agent", jobs=2)
     summary = json.loads((tmp_path / "agent" / "summary.json").read_text())
     assert done.ok, [g.label for g in done.summary.groups]
     assert summary["reached"] >= 10 and summary["exact"] == summary["reached"], summary
     assert summary["coverage"]["cells"].get("kill at commit", 0) >= 1, summary["coverage"]["cells"]
-    copies = list((tmp_path / "agent").rglob("history.json"))  # the crash prefixes and the mined fixtures
-    assert copies and not [c for c in copies if b'"identity"' in c.read_bytes()], "a worker's pid@hostname"
     broken = tmp_path / "tool-in-workflow.toml"
     app = '"--app", "chaos.bundled.targets.frameworks.temporal_app:ToolInWorkflow", "--workflow"'
     broken.write_text(TEMPORAL.read_text().replace('"--workflow"', app))

@@ -3,8 +3,8 @@
 
 Each concern module declares its checks (``CATALOG``: id -> what it
 guarantees) next to the code that judges them (``judge``). ``CONCERNS`` is
-the order checks are reported in, causes before symptoms: the crash, then
-the processes (a hang explains much), the writers, the log's structure, what
+the order checks are reported in, causes before symptoms: the crash, a
+framework's replay of it, then the processes (a hang explains much), the writers, the log's structure, what
 recovery did, effects, requests and bills, what each request said, other oracles. The first failing
 check names a failure (``chaos.triage``). A cause that failed makes certain
 later checks its symptoms (``SYMPTOMS``): they are reported as not judged,
@@ -35,6 +35,7 @@ from chaos.check import (
     paired,
     processes,
     recovery,
+    replay,
     request_context,
     requests,
     same_outcome,
@@ -48,6 +49,7 @@ from chaos.cycle.evidence import Evidence
 # ("world": its requests, effects, processes and files).
 CONCERNS = (
     crash,
+    replay,
     processes,
     damage,
     writers,
@@ -98,6 +100,16 @@ SYMPTOMS = {
         "requests-valid",
         "same-outcome",
         "resume-adds-nothing",
+    },
+    # a replay that failed stops the run: a resume that never ends (or fails the workflow, where the app
+    # says so), the outcome, the store, the effects a finished run would have
+    "replay-deterministic": {
+        "timeout",
+        "same-outcome",
+        "resume-adds-nothing",
+        "store-consistent",
+        "effects-as-declared",
+        "output-once",
     },
     "one-writer": {
         "append-only",

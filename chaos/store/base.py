@@ -52,6 +52,9 @@ class View:
     started: bool = False  # the run's input is durable: there is a run to resume
     held: frozenset[str] = frozenset()  # call ids the store keeps outside a call (a graph's own work item)
     inputs: tuple[str, ...] = ()  # the user inputs it holds, in order, each as its text
+    # where the framework replays the run's code from the store after a restart (Temporal): each replay
+    # it recorded as non-deterministic (its error), in order; None where the store records no replay
+    replays: tuple[str, ...] | None = None
 
     @property
     def call_ids(self) -> frozenset[str]:

@@ -52,9 +52,22 @@ READ = {
 }
 
 
+# The failures a copy keeps: a workflow task's, and the workflow's own (its cause and message)
+FAILED = {
+    "EVENT_TYPE_WORKFLOW_TASK_FAILED": "workflowTaskFailedEventAttributes",
+    "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED": "workflowExecutionFailedEventAttributes",
+}
+NONDETERMINISM = ("TMPRL1100", "Nondeterminism", "NON_DETERMINISTIC")  # how Temporal names one
+MAX_MESSAGE = 500  # characters of a failure's message kept
+
+
 def _kept(event: dict[str, Any]) -> dict[str, Any]:
     kind = str(event.get("eventType", ""))
     out: dict[str, Any] = {"eventId": event.get("eventId"), "eventType": kind}
+    if kind in FAILED:
+        attributes = event.get(FAILED[kind]) or {}
+        message = str((attributes.get("failure") or {}).get("message", ""))[:MAX_MESSAGE]
+        out[FAILED[kind]] = {"cause": str(attributes.get("cause", "")), "failure": {"message": message}}
     if kind in READ:
         attributes, field = READ[kind]
         payloads = ((event.get(attributes) or {}).get(field) or {}).get("payloads") or []
@@ -128,13 +141,14 @@ class TemporalStore(Store):
 
     def read(self, files: dict[str, bytes]) -> View:
         if not files:
-            return View()
+            return View(replays=())
         (data,) = files.values()
         document = json_value(data, "the workflow histories")
         workflows = document.get("workflows") if isinstance(document, dict) else None
         if not isinstance(workflows, list):
             raise ValueError("the workflow histories: no list of workflows")
         results: list[Any] = []
+        replays: list[str] = []
         inputs: list[str] = []
         final = None
         items = 0
@@ -149,13 +163,24 @@ class TemporalStore(Store):
                 elif kind == "ACTIVITY_TASK_COMPLETED":
                     done = event.get("activityTaskCompletedEventAttributes", {}).get("result")
                     results += _payloads(done, "an activity's result")
+                elif f"EVENT_TYPE_{kind}" in FAILED:
+                    failed = event.get(FAILED[f"EVENT_TYPE_{kind}"]) or {}
+                    said = f"{failed.get('cause', '')} {(failed.get('failure') or {}).get('message', '')}"
+                    if any(name in said for name in NONDETERMINISM):
+                        replays.append(str((failed.get("failure") or {}).get("message", ""))[:MAX_MESSAGE])
                 elif kind == "WORKFLOW_EXECUTION_COMPLETED":
                     done = event.get("workflowExecutionCompletedEventAttributes", {}).get("result")
                     answer = _payloads(done, "a workflow's result")
                     final = str(answer[0]) if answer else ""
         calls, outputs = chat_steps(results)
         return View(
-            tuple(calls.values()), tuple(outputs), final, items, started=bool(inputs), inputs=tuple(inputs)
+            tuple(calls.values()),
+            tuple(outputs),
+            final,
+            items,
+            started=bool(inputs),
+            inputs=tuple(inputs),
+            replays=tuple(replays),
         )
 
 

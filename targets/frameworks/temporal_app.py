@@ -6,15 +6,22 @@ call id (the activity's id is the tool call's: Temporal runs it again under the 
 Activities heartbeat, so a worker that dies is noticed in ``HEARTBEAT`` seconds and its activity given
 to the next worker, not after the activity's whole timeout.
 
-``ToolInWorkflow`` is the classic mistake: the tool runs in the workflow's own code, not in an
-activity, so a worker that replays the history after a crash runs it again, and nothing of it is
-recorded."""
+The broken variants are the classic mistakes. ``ToolInWorkflow``: the tool runs in the workflow's own
+code, not in an activity, so a worker that replays the history after a crash runs it again, and nothing
+of it is recorded. ``ReadsTheWorld``: the workflow checks in its own code whether a deploy already
+happened (a file the deploy leaves), to skip it; a new worker that replays the history after a crash
+sees the file, skips the deploy it recorded scheduling, and Temporal fails the replay as
+non-deterministic (the workflow fails on it, as its ``failure_exception_types`` asks, rather than retry a
+task that cannot succeed). It is run by a worker that caches workflows (``--cache``): without a cache
+every workflow task replays, and the mistake would show without a crash."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio import activity, workflow
@@ -59,7 +66,25 @@ async def run_tool(call: dict[str, Any]) -> dict[str, Any]:
     return await _beating(asyncio.to_thread(deploy, call))
 
 
-async def _loop(prompt: str, in_workflow: bool) -> str:
+def _deploy_and_mark(call: dict[str, Any]) -> dict[str, Any]:
+    output = deploy(call)
+    Path(f"deployed-{call['id']}").touch()  # (what ReadsTheWorld looks for)
+    return output
+
+
+@activity.defn(name="run_tool")
+async def run_tool_and_mark(call: dict[str, Any]) -> dict[str, Any]:
+    """``run_tool``, leaving a file that says the deploy happened (in the workspace, the worker's cwd)."""
+    return await _beating(asyncio.to_thread(_deploy_and_mark, call))
+
+
+def _already_deployed(call: dict[str, Any]) -> bool:
+    """ReadsTheWorld's mistake: the world read in the workflow's own code."""
+    with workflow.unsafe.sandbox_unrestricted():
+        return os.path.exists(f"deployed-{call['id']}")
+
+
+async def _loop(prompt: str, in_workflow: bool = False, reads_the_world: bool = False) -> str:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": prompt},
@@ -74,6 +99,9 @@ async def _loop(prompt: str, in_workflow: bool) -> str:
         if not message.get("tool_calls"):
             return str(message.get("content") or "")
         for call in message["tool_calls"]:
+            if reads_the_world and _already_deployed(call):
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": "already deployed"})
+                continue
             if in_workflow:
                 with workflow.unsafe.sandbox_unrestricted():
                     messages.append(deploy(call))
@@ -89,7 +117,7 @@ async def _loop(prompt: str, in_workflow: bool) -> str:
 class Agent:
     @workflow.run
     async def run(self, prompt: str) -> str:
-        return await _loop(prompt, in_workflow=False)
+        return await _loop(prompt)
 
 
 @workflow.defn(name="chaos-agent")
@@ -99,4 +127,12 @@ class ToolInWorkflow:
         return await _loop(prompt, in_workflow=True)
 
 
+@workflow.defn(name="chaos-agent", failure_exception_types=[workflow.NondeterminismError])
+class ReadsTheWorld:
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return await _loop(prompt, reads_the_world=True)
+
+
 ACTIVITIES: list[Callable[..., Any]] = [ask, run_tool]
+MARKING: list[Callable[..., Any]] = [ask, run_tool_and_mark]  # (ReadsTheWorld's: its deploys leave a file)

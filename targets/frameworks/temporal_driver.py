@@ -3,13 +3,14 @@
     python -m chaos.bundled.targets.frameworks.temporal_driver --db ADDRESS --workflow W "PROMPT"
     python -m chaos.bundled.targets.frameworks.temporal_driver --db ADDRESS --workflow W --resume
 
-``--app module:attr`` names the workflow class (``@workflow.defn``, its run method taking the prompt; the
-bundled activities are ``temporal_app.ACTIVITIES``). The process is a worker and the starter: the start
+``--app module:attr`` names the workflow class (``@workflow.defn``, its run method taking the prompt) and
+``--activities module:attr`` the list of its activities (the bundled ones: ``temporal_app.ACTIVITIES``). The process is a worker and the starter: the start
 starts the workflow under the id chaos gives and runs a worker until its result; a resume runs a worker
 again, which takes the workflow's next tasks as any worker does after a crash, until its result (a
 workflow the server never started: there is nothing to resume). The worker keeps no workflow cached
-(no sticky queue: a dead worker's next task goes to the next worker at once), and a workflow task's
-timeout is ``TASK_TIMEOUT``, so a recovery waits for the dead worker no longer than it must.
+(no sticky queue: a dead worker's next task goes to the next worker at once; ``--cache`` keeps them, as
+Temporal's default does, with a sticky queue given up after ``STICKY``), and a workflow task's timeout is
+``TASK_TIMEOUT``, so a recovery waits for the dead worker no longer than it must.
 ``TEMPORAL_DRIVER_BUG=prompt-again-on-lost-connection`` is a starter's classic mistake, for the fault
 table: its client does not retry, and a start whose answer was lost is started again under a new id.
 Exit 0: completed; 1: the workflow failed. The process ends at once once the worker has shut down
@@ -31,23 +32,22 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from .loading import load, parser
-from .temporal_app import ACTIVITIES
 
 QUEUE = "chaos-agent"
 TASK_TIMEOUT = timedelta(seconds=2)
+STICKY = timedelta(seconds=1)
 NO_RETRIES = RetryConfig(max_retries=1, initial_interval_millis=1, max_elapsed_time_millis=1)
 
 
 async def _run(args: argparse.Namespace) -> int:
     address, workflow_id = args.db, args.workflow
-    agent = load(args.app, "-")
+    agent, activities = load(args.app, "-"), load(args.activities, "-")
     again = os.environ.get("TEMPORAL_DRIVER_BUG") == "prompt-again-on-lost-connection"
     client = await Client.connect(address)
     # the mistake's starter: a client that does not retry (the SDK's retries once, at once, and gives up)
     starter = await Client.connect(address, retry_config=NO_RETRIES) if again else client
-    async with Worker(
-        client, task_queue=QUEUE, workflows=[agent], activities=ACTIVITIES, max_cached_workflows=0
-    ):
+    cache = {"sticky_queue_schedule_to_start_timeout": STICKY} if args.cache else {"max_cached_workflows": 0}
+    async with Worker(client, task_queue=QUEUE, workflows=[agent], activities=activities, **cache):
         if args.resume:
             handle = client.get_workflow_handle(workflow_id)
             try:
@@ -89,6 +89,8 @@ def main(argv: list[str]) -> int:
         "127.0.0.1:7233",
         "--workflow",
     )
+    options.add_argument("--activities", default="chaos.bundled.targets.frameworks.temporal_app:ACTIVITIES")
+    options.add_argument("--cache", action="store_true", help="keep workflows cached (Temporal's default)")
     return asyncio.run(_run(options.parse_args(argv)))
 
 
