@@ -207,6 +207,28 @@ PLAN_ROWS: dict[str, Callable[[], list[Check]]] = {
 }
 
 
+def test_a_boundary_written_but_seen_late_by_polling_is_not_exercised_not_a_finding(work: Path) -> None:
+    """A paused writer is not traced (a traced tree cannot be left stopped for another's turn): chaos polls
+    its log, and a writer that writes its boundary and ends at once can outrun the poll on a loaded
+    machine (the CI of stop 67: ``entry:stop#1`` of ``full-workflow``, two cases of 137). The boundary is
+    in its log: chaos was late, not the agent; ``reached`` says the case was not exercised. Where chaos
+    traces the writer, an unreached boundary is the agent's."""
+
+    def outran(mechanism: str) -> Callable[[Evidence], None]:
+        def change(evidence: Evidence) -> None:
+            start = evidence.start
+            start.landing = replace(start.landing, reached=False, mechanism=mechanism)
+
+        return change
+
+    reached = {
+        mechanism: next(c for c in _crafted(outran(mechanism)) if c.id == "reached")
+        for mechanism in ("poll", "ptrace")
+    }
+    assert reached["poll"].ok and "not exercised" in reached["poll"].unjudged, reached
+    assert not reached["ptrace"].ok and "ended first" in reached["ptrace"].got, reached
+
+
 def test_every_check_of_the_catalog_has_a_row() -> None:
     assert set(ROWS) == set(CATALOG)
 

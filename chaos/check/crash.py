@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaos.check.base import Check
+from chaos.contract.framing import committed_facts
 from chaos.contract.reading import error_text, plan, reduces
 from chaos.cycle.evidence import Evidence
 
@@ -25,10 +26,24 @@ def subset(expected: Any, got: Any) -> bool:
     return bool(expected == got)
 
 
+def _missed(ev: Evidence) -> bool:
+    """The run wrote its crash boundary, and chaos, polling the log of a writer it does not trace (a
+    paused writer: a traced tree cannot be left stopped for another's turn), saw it only once the writer had
+    ended: chaos was late, the agent reached it."""
+    crash, start = ev.scenario.crash, ev.start
+    if crash is None or start.landing.reached or start.landing.mechanism != "poll":
+        return False
+    return sum(map(crash.boundary.matches, committed_facts(start.kept.log_after))) >= crash.boundary.nth
+
+
 def judge(ev: Evidence) -> list[Check]:
     checks = []
     crash, start = ev.scenario.crash, ev.start
-    if crash is not None and (start.landing.reached or ev.scenario.expect.must_reach):
+    if _missed(ev):
+        assert crash is not None
+        why = "the agent wrote it and ended before chaos, polling its log (the writer is not traced), saw it"
+        checks.append(Check.skip("reached", f"the run reached {crash.boundary}", f"not exercised: {why}"))
+    elif crash is not None and (start.landing.reached or ev.scenario.expect.must_reach):
         got = (
             "reached" if start.landing.reached else f"the agent ended first (exit {start.process.returncode})"
         )
