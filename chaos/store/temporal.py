@@ -26,9 +26,10 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chaos.store.base import MAX_FILE, Store, View, register, server_folder
+from chaos.store.base import MAX_FILE, Store, View, oversized, register, server_folder
 from chaos.store.dbos import chat_steps
 from chaos.store.inert import Blind, json_value
+from chaos.store.sqlite import unreadable
 
 SERVER_DIR = "temporal"  # the server's folder in the sandbox, beside the workspace: its database, its address
 ADDRESS = "address"  # the file in it that names where the server listens (host:port)
@@ -114,9 +115,8 @@ def payload(data: Any, what: str) -> Any:
     return json_value(raw, what)
 
 
-def _payloads(container: Any, what: str) -> list[Any]:
-    found = (container or {}).get("payloads") or [] if isinstance(container, dict) else []
-    return [payload(p, what) for p in found]
+def _payloads(container: dict[str, Any], what: str) -> list[Any]:
+    return [payload(p, what) for p in container["payloads"]]
 
 
 class TemporalStore(Store):
@@ -140,48 +140,53 @@ class TemporalStore(Store):
         return {path: json.dumps({"workflows": histories}, sort_keys=True).encode()[: MAX_FILE + 1]}
 
     def read(self, files: dict[str, bytes]) -> View:
+        """The histories' view; a copy too large, or holding a payload chaos does not decode, makes chaos
+        blind; one that is not what ``snapshot`` writes is unreadable (a copy is a file: a fixture)."""
         if not files:
             return View(replays=())
-        (data,) = files.values()
-        document = json_value(data, "the workflow histories")
-        workflows = document.get("workflows") if isinstance(document, dict) else None
-        if not isinstance(workflows, list):
-            raise ValueError("the workflow histories: no list of workflows")
-        results: list[Any] = []
-        replays: list[str] = []
-        inputs: list[str] = []
-        final = None
-        items = 0
-        for workflow in workflows:
-            events = ((workflow or {}).get("history") or {}).get("events") or []
-            items += len(events)
-            for event in events:
-                kind = str(event.get("eventType", "")).removeprefix("EVENT_TYPE_")
-                if kind == "WORKFLOW_EXECUTION_STARTED":
-                    given = event.get("workflowExecutionStartedEventAttributes", {}).get("input")
-                    inputs += [v for v in _payloads(given, "a workflow's input") if isinstance(v, str)]
-                elif kind == "ACTIVITY_TASK_COMPLETED":
-                    done = event.get("activityTaskCompletedEventAttributes", {}).get("result")
-                    results += _payloads(done, "an activity's result")
-                elif f"EVENT_TYPE_{kind}" in FAILED:
-                    failed = event.get(FAILED[f"EVENT_TYPE_{kind}"]) or {}
-                    said = f"{failed.get('cause', '')} {(failed.get('failure') or {}).get('message', '')}"
-                    if any(name in said for name in NONDETERMINISM):
-                        replays.append(str((failed.get("failure") or {}).get("message", ""))[:MAX_MESSAGE])
-                elif kind == "WORKFLOW_EXECUTION_COMPLETED":
-                    done = event.get("workflowExecutionCompletedEventAttributes", {}).get("result")
-                    answer = _payloads(done, "a workflow's result")
-                    final = str(answer[0]) if answer else ""
-        calls, outputs = chat_steps(results)
-        return View(
-            tuple(calls.values()),
-            tuple(outputs),
-            final,
-            items,
-            started=bool(inputs),
-            inputs=tuple(inputs),
-            replays=tuple(replays),
-        )
+        if (large := oversized(files)) is not None:
+            return View(blind=large)
+        try:
+            return _view(json_value(next(iter(files.values())), "the workflow histories"))
+        except Blind as err:
+            return View(blind=str(err))
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            return View(unreadable=unreadable(err))
+
+
+def _view(document: Any) -> View:
+    """What the histories (``snapshot``'s document) make durable: the events ``_kept`` keeps, read."""
+    read: dict[str, list[Any]] = {kind: [] for kind in READ}
+    replays: list[str] = []
+    items = 0
+    for workflow in document["workflows"]:
+        events = workflow["history"]["events"]
+        items += len(events)
+        for event in events:
+            kind = event["eventType"]
+            if kind in READ:
+                attributes, field = READ[kind]
+                read[kind].append(_payloads(event[attributes][field], f"{kind}'s {field}"))
+            elif kind in FAILED:
+                failed = event[FAILED[kind]]
+                message = str(failed["failure"]["message"])[:MAX_MESSAGE]
+                if any(name in f"{failed['cause']} {message}" for name in NONDETERMINISM):
+                    replays.append(message)
+    inputs = [
+        v for given in read["EVENT_TYPE_WORKFLOW_EXECUTION_STARTED"] for v in given if isinstance(v, str)
+    ]
+    calls, outputs = chat_steps(v for done in read["EVENT_TYPE_ACTIVITY_TASK_COMPLETED"] for v in done)
+    answers = read["EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
+    final = (str(answers[-1][0]) if answers[-1] else "") if answers else None
+    return View(
+        tuple(calls.values()),
+        tuple(outputs),
+        final,
+        items,
+        started=bool(inputs),
+        inputs=tuple(inputs),
+        replays=tuple(replays),
+    )
 
 
 TEMPORAL_STORE = register(TemporalStore())

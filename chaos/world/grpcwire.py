@@ -26,9 +26,8 @@ from chaos.world.pgwire import Piece
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HEADERS, CONTINUATION = 0x1, 0x9
 END_STREAM, END_HEADERS, PADDED, PRIORITY = 0x1, 0x4, 0x8, 0x20
-MAX_FRAME = (
-    1 << 20
-)  # bytes a frame may claim (both sides here keep HTTP/2's default, 16 KiB; a frame is read whole)
+# bytes a frame may claim (both sides here keep HTTP/2's default, 16 KiB; a frame is read whole)
+MAX_FRAME = 1 << 20
 MAX_BLOCK = 1 << 20  # bytes of one client header block read
 SERVICE = "/temporal.api.workflowservice.v1.WorkflowService/"
 COMMITS = frozenset(
