@@ -50,8 +50,6 @@ PLACEHOLDERS = {
     "temporal_address": "the address of the world's Temporal server (127.0.0.1:PORT, its namespace "
     "default; with a [store] kind on Temporal)",
 }
-# the placeholders of the servers a store may live on (each with its [store] kind only)
-SERVER_PLACEHOLDERS = {"postgres_url", "temporal_address"}
 MCP_PLACEHOLDER = {"http": "mcp_url", "stdio": "mcp_command"}
 # The deadline a case whose fault withholds an answer gives an agent that takes ``{request_deadline}``: the
 # case then costs about two of these (an attempt and its retry), not the agent's everyday deadline.
@@ -255,7 +253,9 @@ def _fixtures(top: Table, path: Path) -> Path | None:
 def load_target(path: Path) -> Target:
     top = Table.top(path)
     mcp = top.choice("mcp", MCP_TRANSPORTS, None)
-    common = set(PLACEHOLDERS) - {"prompt", "session_id", *SERVER_PLACEHOLDERS, *MCP_PLACEHOLDER.values()}
+    # a server's placeholder (its store adapter's) only with a [store] kind on that server
+    servers = {store_named(kind).server_placeholder for kind in known() if store_named(kind).server}
+    common = set(PLACEHOLDERS) - {"prompt", "session_id", *servers, *MCP_PLACEHOLDER.values()}
     if mcp is not None:
         common.add(MCP_PLACEHOLDER[mcp])
     start = top.strings("start")
