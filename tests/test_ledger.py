@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from chaos.fault.base import EffectLine
+from chaos.fault.overtaken import went_on
 from chaos.ledger import entries
 from tests.conftest import REPO
 
@@ -144,3 +146,22 @@ def test_a_call_held_at_its_effect_s_end_is_held_from_its_done_line(tmp_path: Pa
     for hostile in (b"1e308", b"nan", b"12345", b"\xff" * 100):
         (box.gate_dir / "deploy.after#1.waiting").write_bytes(hostile)
         assert box.waited_since("deploy.after#1") == (box.gate_dir / "deploy.after#1.waiting").stat().st_mtime
+
+
+def test_a_parked_call_is_let_go_once_the_process_goes_on_to_further_work() -> None:
+    """``overtaken`` lets a parked call go (it returns last) where nothing commits while it is parked and
+    the process goes on past the other calls' effects: an effect of another name begins, for another call
+    or for none, after the call parked. The other call's own deploy is no further work; nor is a step of
+    the parked call's, or one that began before it parked."""
+    lines = [
+        EffectLine("deploy", "c1", "start", 1.0),
+        EffectLine("deploy", "c1", "done", 2.0),
+        EffectLine("deploy", "c2", "start", 3.0),
+        EffectLine("deploy", "c2", "done", 4.0),
+    ]
+    assert not went_on(lines, ("deploy", 1), 2.0)
+    assert went_on([*lines, EffectLine("changelog", "", "start", 5.0)], ("deploy", 1), 2.0)
+    assert went_on([*lines, EffectLine("changelog", "c2", "start", 5.0)], ("deploy", 1), 2.0)
+    assert not went_on([*lines, EffectLine("purge", "c1", "start", 5.0)], ("deploy", 1), 2.0)
+    assert not went_on([*lines, EffectLine("changelog", "", "start", 1.5)], ("deploy", 1), 2.0)
+    assert not went_on(lines, ("deploy", 3), 0.0)  # (no such occurrence)

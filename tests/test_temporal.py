@@ -30,6 +30,7 @@ from tests.conftest import REPO, needs_modules, needs_ptrace
 
 ONE = REPO / "scenarios" / "frameworks" / "deploy-one-service.toml"
 TEMPORAL = REPO / "targets" / "temporal.toml"
+PYDANTIC_AI = REPO / "targets" / "pydantic-ai-temporal.toml"
 needs_temporal = needs_modules("temporalio", "hpack")
 DATA = 0x0
 
@@ -93,6 +94,14 @@ def _history(*events: tuple[str, str, dict[str, object]]) -> dict[str, bytes]:
     return {"history.json": json.dumps({"workflows": [{"id": "w", "history": {"events": listed}}]}).encode()}
 
 
+def _scheduled(name: str, kept: dict[str, str] | None = None) -> tuple[str, str, dict[str, object]]:
+    return ("ACTIVITY_TASK_SCHEDULED", "activityTaskScheduledEventAttributes", {"activityType": {"name": name}, "kept": kept})  # fmt: skip
+
+
+def _completed(scheduled: int, result: dict[str, object]) -> tuple[str, str, dict[str, object]]:
+    return ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [result]}, "scheduledEventId": str(scheduled)})  # fmt: skip
+
+
 def test_a_history_is_read_as_its_activities_chat_messages() -> None:
     """The model activity's result holds the call, the tool activity's answers it, the workflow's result is
     the answer; a payload in an encoding chaos does not decode (protobuf, a codec's) makes chaos blind, and
@@ -106,25 +115,103 @@ def test_a_history_is_read_as_its_activities_chat_messages() -> None:
     output = {"role": "tool", "tool_call_id": "call_1", "content": "deployed web"}
     started = ("WORKFLOW_EXECUTION_STARTED", "workflowExecutionStartedEventAttributes", {"input": {"payloads": [_payload("Deploy web.")]}})  # fmt: skip
     done = [
-        ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [_payload(m)]}})
-        for m in (answer, output)
-    ]  # fmt: skip
+        event
+        for at, m in ((2, answer), (4, output))
+        for event in (_scheduled("run_tool"), _completed(at, _payload(m)))
+    ]
     final = ("WORKFLOW_EXECUTION_COMPLETED", "workflowExecutionCompletedEventAttributes", {"result": {"payloads": [_payload("Deployed web.")]}})  # fmt: skip
     store = store_named("temporal")
     view = store.read(_history(started, *done, final))
     assert [c.id for c in view.calls] == ["call_1"] and [o.call_id for o in view.outputs] == ["call_1"]
-    assert view.final == "Deployed web." and view.inputs == ("Deploy web.",) and view.items == 4
-    assert store.read(_history(started, done[0])).orphan_calls() and store.read({}) == type(view)(replays=())
+    assert view.final == "Deployed web." and view.inputs == ("Deploy web.",) and view.items == 6
+    assert store.read(_history(started, *done[:2])).orphan_calls() and store.read({}) == type(view)(
+        replays=()
+    )
     assert view.replays == () and store.read({}).replays == ()
     nondeterministic = ("WORKFLOW_TASK_FAILED", "workflowTaskFailedEventAttributes", {"cause": "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR", "failure": {"message": "[TMPRL1100] Nondeterminism error: no command scheduled"}})  # fmt: skip
     other = ("WORKFLOW_TASK_FAILED", "workflowTaskFailedEventAttributes", {"cause": "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE", "failure": {"message": "ImportError"}})  # fmt: skip
     replayed = store.read(_history(started, other, nondeterministic))
     assert replayed.replays == ("[TMPRL1100] Nondeterminism error: no command scheduled",)
-    opaque = ("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes", {"result": {"payloads": [_payload(1, "binary/protobuf")]}})  # fmt: skip
-    blind = store.read(_history(started, opaque))
+    blind = store.read(_history(started, _scheduled("ask"), _completed(2, _payload(1, "binary/protobuf"))))
     assert blind.blind is not None and "binary/protobuf" in blind.blind, blind
     for copy in (b'{"workflows": [{"history": {"events": ["x"]}}]}', b"[1]", b'{"workflows": 1}', b"{"):
-        assert store.read({"history.json": copy}).unreadable, copy  # a finding, never chaos's own fault
+        assert store.read({"history.json": copy}).unreadable, copy
+    assert store.read(
+        _history(started, _completed(9, _payload(answer)))
+    ).unreadable  # an activity never scheduled  # a finding, never chaos's own fault
+
+
+def test_a_local_activity_is_read_from_its_marker_and_a_copy_keeps_its_type_and_result_alone() -> None:
+    """A local activity runs in the worker and is recorded as a marker when its workflow task completes: a
+    copy keeps the marker's activity type and result (not its times, its attempt, its ids), and the view
+    reads it as a completed activity. A failed one (no result) and another kind of marker answer nothing."""
+    from chaos.store.temporal import _kept
+
+    output = {"role": "tool", "tool_call_id": "call_1", "content": "deployed web"}
+    data = {"seq": 3, "attempt": 1, "activity_id": "call_1", "activity_type": "run_tool", "complete_time": {"seconds": 1}}  # fmt: skip
+    raw = {
+        "eventId": "9",
+        "eventType": "EVENT_TYPE_MARKER_RECORDED",
+        "markerRecordedEventAttributes": {
+            "markerName": "core_local_activity",
+            "details": {"data": {"payloads": [_payload(data)]}, "result": {"payloads": [_payload(output)]}},
+            "workflowTaskCompletedEventId": "8",
+        },
+    }
+    kept = _kept(raw, lambda name, given: None)
+    marker = kept["markerRecordedEventAttributes"]
+    assert marker == {"activityType": {"name": "run_tool"}, "result": {"payloads": [_payload(output)]}}
+    failed = {**raw, "markerRecordedEventAttributes": {"markerName": "core_local_activity", "details": {}}}
+    other = {**raw, "markerRecordedEventAttributes": {"markerName": "core_patch", "details": {"result": {}}}}
+    assert "markerRecordedEventAttributes" not in _kept(failed, lambda n, g: None)
+    assert "markerRecordedEventAttributes" not in _kept(other, lambda n, g: None)
+    call = {"id": "call_1", "type": "function", "function": {"name": "deploy", "arguments": "{}"}}
+    asked = (_scheduled("ask"), _completed(1, _payload({"role": "assistant", "tool_calls": [call]})))
+    view = store_named("temporal").read(
+        _history(*asked, ("MARKER_RECORDED", "markerRecordedEventAttributes", marker))
+    )
+    assert [(o.call_id, o.text) for o in view.outputs] == [
+        ("call_1", "deployed web")
+    ] and not view.orphan_calls()
+
+
+def test_pydantic_ai_s_activities_are_read_from_its_responses_and_its_tool_inputs_call_ids() -> None:
+    """Pydantic AI's model activity returns a ``ModelResponse`` (its ``tool-call`` parts the calls); its tool
+    activity returns the tool's value untagged by call: the call id comes from the activity's input, and a
+    copy keeps that id alone of the input (the run context's other fields, its run id and usage, are the
+    app's: never written). An input chaos cannot read leaves no id: the view says so, never guesses."""
+    store = store_named("pydantic-ai-temporal")
+    context = {"tool_call_id": "call_1", "run_id": "the app's own", "usage": {"requests": 1}, "deps": None}
+    given = [_payload({"name": "deploy", "tool_args": {"service": "web"}, "serialized_run_context": context})]
+    kept = store.kept_input("agent__deployer__toolset__<agent>__call_tool", given)
+    assert kept == {"tool_call_id": "call_1"}
+    assert store.kept_input("agent__deployer__model_request", given) is None
+    assert "blind" in (store.kept_input("x__call_tool", [_payload({}, "binary/protobuf")]) or {})
+    assert "unreadable" in (store.kept_input("x__call_tool", [_payload({"name": "deploy"})]) or {})
+    part = {
+        "tool_name": "deploy",
+        "args": '{"service": "web"}',
+        "tool_call_id": "call_1",
+        "part_kind": "tool-call",
+    }
+    response = {"parts": [part], "kind": "response"}
+    started = ("WORKFLOW_EXECUTION_STARTED", "workflowExecutionStartedEventAttributes", {"input": {"payloads": [_payload("Deploy web.")]}})  # fmt: skip
+    model = (_scheduled("agent__deployer__model_request"), _completed(2, _payload(response)))
+    tool = "agent__deployer__toolset__<agent>__call_tool"
+    answered = (
+        _scheduled(tool, kept),
+        _completed(4, _payload({"result": "deployed web", "kind": "tool_return"})),
+    )
+    view = store.read(_history(started, *model, *answered))
+    assert [(c.id, c.name) for c in view.calls] == [("call_1", "deploy")]
+    assert [(o.call_id, o.text) for o in view.outputs] == [("call_1", "deployed web")]
+    retried = (_scheduled(tool, kept), _completed(4, _payload({"message": "again", "kind": "model_retry"})))
+    assert [o.text for o in store.read(_history(started, *model, *retried)).outputs] == ["model_retry"]
+    assert store.read(_history(started, *model)).orphan_calls()  # the tool's output not durable
+    lost = (_scheduled(tool, {"unreadable": "no id"}), answered[1])
+    assert store.read(_history(started, *model, *lost)).unreadable
+    assert store.read(_history(started, *model, _scheduled(tool, {"blind": "protobuf"}), answered[1])).blind
+    assert store.read(_history(started, _scheduled("a__model_request"), _completed(2, _payload("hi")))).blind
 
 
 # -- the real server and the bundled agent ----------------------------------------------------------------
@@ -194,6 +281,59 @@ def test_a_sweep_of_the_workflow_agent_is_clean_and_each_broken_variant_is_one_f
     assert [g.check for g in done.summary.groups] == ["store-consistent"], [
         g.label for g in done.summary.groups
     ]
+
+
+def _failed(target: Path, results: Path) -> list[str]:
+    """The checks a kill of ``target`` as the deploy's output becomes durable fails (its verdict's)."""
+    at = ["--kill-at", "output-durable[tool=deploy]", "--results", str(results)]
+    main(["run", str(ONE), "--target", str(target), *at])
+    checks = json.loads((results / "verdict.json").read_text())["checks"]
+    return [c["id"] for c in checks if c["ok"] is False]
+
+
+@needs_modules("temporalio", "hpack", "pydantic_ai")
+@needs_ptrace
+@pytest.mark.slow
+def test_pydantic_ai_on_temporal_is_usable_and_a_tool_out_of_its_activity_is_one_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bundled agent made durable by ``TemporalDurability``: usable, and killed as its deploy's output
+    becomes durable it recovers clean (the kill exact: the relay held the completion's answer). The same
+    agent with the deploy out of its activity (``"temporal": False``) records no output: one failure."""
+    assert main(["target", "check", str(PYDANTIC_AI)]) == 0, capsys.readouterr().out
+    assert _failed(PYDANTIC_AI, tmp_path / "durable") == []
+    assert "exactly at the boundary" in capsys.readouterr().out
+    careless = tmp_path / "careless.toml"
+    careless.write_text(PYDANTIC_AI.read_text().replace("_app:Deployer", "_app:Careless"))
+    assert _failed(careless, tmp_path / "careless") == ["store-consistent"]
+
+
+@needs_temporal
+@needs_ptrace
+@pytest.mark.slow
+def test_calls_run_as_local_activities_are_reordered_within_their_workflow_task(tmp_path: Path) -> None:
+    """``LocalSteps`` runs the calls of one answer at once as local activities: nothing commits while the
+    first deploy is parked at its end, so ``overtaken`` lets it go once the second call has gone on to its
+    change log entry, and kills at the commit that records all four markers, in that order (the second
+    call's first). The store reads each marker as a completed activity; a new worker replays the order the
+    task recorded, and the recovery is clean (temporalio/sdk-python#1578 does not show on 1.35.0)."""
+    module = "chaos.bundled.targets.frameworks.temporal_app"
+    named = f'"--app", "{module}:LocalSteps", "--activities", "{module}:LOCAL", "--cache", "--workflow"'
+    target = tmp_path / "local.toml"
+    target.write_text(TEMPORAL.read_text().replace('"--workflow"', named))
+    two = ["run", "deploy-two-at-once", "--target", str(target), "--kill-at", "effect-done[effect=deploy]"]
+    assert main([*two, "--fault", "overtaken", "--results", str(tmp_path / "r")]) == 0
+    verdict = json.loads((tmp_path / "r" / "verdict.json").read_text())
+    assert verdict["phases"][0]["overtaken"] is True and verdict["phases"][0]["exact"], verdict["landed"]
+    copy = json.loads(next((tmp_path / "r" / "prefix").rglob("history.json")).read_text())
+    markers = [
+        (e["markerRecordedEventAttributes"]["activityType"]["name"], json.loads(base64.b64decode(p["data"])))
+        for e in copy["workflows"][0]["history"]["events"]
+        if "markerRecordedEventAttributes" in e
+        for p in e["markerRecordedEventAttributes"]["result"]["payloads"]
+    ]
+    assert [name for name, _ in markers] == ["deploy_locally", "log_change", "deploy_locally", "log_change"]
+    assert markers[0][1]["content"] == "deployed api" and markers[2][1]["content"] == "deployed web", markers
 
 
 @needs_temporal

@@ -28,7 +28,7 @@ import errno
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, NamedTuple, Protocol
 
 from chaos.fault.damage import Damage
 from chaos.store.base import Save
@@ -44,6 +44,16 @@ IN_FLIGHT = ("model-request", "model-stream", "effect-running", "effect-done", "
 
 # What a trap is, as a fault's injection sees it: the call the traced process stopped at
 TrapKind = Literal["write", "writev", "sync-entry", "sync", "after", "exit", "other"]
+
+
+class EffectLine(NamedTuple):
+    """A line of the effect ledger, as a fault reads it: which effect, for which call, its start or its end
+    (``done``), and when (epoch seconds, the agent's clock)."""
+
+    effect: str
+    call: str
+    phase: str
+    time: float
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,14 @@ class Stop(Protocol):
 
     def held_save(self) -> tuple[str, int] | None:
         """The save held as it began, its kind and number, where the boundary is one (None otherwise)."""
+
+    def held_effect(self) -> tuple[str, int] | None:
+        """The effect held at its end (``effect-done``), its name and its occurrence in the ledger (the n-th
+        start line of its name), where the boundary is one (None otherwise)."""
+
+    def effect_lines(self) -> list[EffectLine]:
+        """The effect ledger's lines so far, in order (none where it holds a line chaos cannot read: the
+        checks say so)."""
 
     def saves_begun(self) -> list[tuple[str, int, str]]:
         """The saves the target's interpreter began in the phase, in order: kind, number, key."""

@@ -4,8 +4,13 @@ its tool not yet returned) its thread is parked at the world's gate while the re
 on; the tree is killed at the first commit the store makes after that (another call's output, or
 whatever the framework writes next): the crash prefix holds the later call's work and not the parked
 one's, an order the unhindered run does not take. Where nothing commits while the call is parked (the
-calls of an answer are written together, as one task), the order cannot be reached: the process is
-killed at the wait's end, as ``kill`` would, and the phase says the order was not reached.
+calls of an answer are written together, as one task) and the process goes on to further work (an
+effect of another name begins: another call's tool returned, and the step after it begun), the parked
+call is let go: it returns last, and the tree is killed at the next commit, which writes them together
+in that order (Temporal's local activities, recorded as markers when their workflow task completes: a
+new worker must replay the order the task recorded). Where neither comes, the order cannot be reached:
+the process is killed at the wait's end, as ``kill`` would, and the phase says the order was not
+reached.
 
 The same policy holds a save as the framework begins it (a ``save`` boundary: a checkpointer's write run
 by a background thread, where the store's adapter names one, ``chaos.store.Save``): the thread waits in
@@ -27,19 +32,38 @@ from __future__ import annotations
 
 import time
 
-from chaos.fault.base import Fault, Injection, Landing, Stop
+from chaos.fault.base import EffectLine, Fault, Injection, Landing, Stop
 from chaos.store.base import Save
 
 WAIT = 3.0  # seconds the parked call waits for another commit before the order is called unreachable
 SAVE_WAIT = 5.0  # seconds a held save waits for a save promised to follow it (a loaded machine is slow)
 
 
-class Parked(Injection):
-    """The call stays parked at its gate; the tree is killed once another commit came meanwhile, or once
-    the wait is over with none (the order not reached)."""
+def went_on(lines: list[EffectLine], held: tuple[str, int], since: float) -> bool:
+    """Since ``since``, the process went on to further work: an effect of another name than the one
+    ``held`` (its name and occurrence) began, for another call than the held one (or for none)."""
+    effect, occurrence = held
+    starts = [line for line in lines if line.effect == effect and line.phase == "start"]
+    if len(starts) < occurrence:
+        return False
+    parked = starts[occurrence - 1].call
+    return any(
+        line.phase == "start" and line.time > since and line.effect != effect and line.call != parked
+        for line in lines
+    )
 
-    def __init__(self, count: int, until: float) -> None:
+
+class Parked(Injection):
+    """The call stays parked at its gate; the tree is killed once another commit came meanwhile. Where
+    none came and another call went on past its effect, the call is let go (it returns last) and the tree
+    killed at the next commit; where neither came, once the wait is over (the order not reached)."""
+
+    def __init__(
+        self, count: int, until: float, held: tuple[str, int] | None = None, since: float = 0.0
+    ) -> None:
         self.count, self.until = count, until  # commits made when the call parked; the wait's end
+        self.parked, self.since = held, since  # the parked effect (its name, its occurrence); when it parked
+        self.let_go = False
         self.overtaken: bool | None = None
 
     def _look(self, stop: Stop) -> None:
@@ -48,6 +72,14 @@ class Parked(Injection):
         if stop.commits_made() > self.count:
             self.overtaken = True
             stop.kill()
+        elif (
+            not self.let_go
+            and self.parked is not None
+            and went_on(stop.effect_lines(), self.parked, self.since)
+        ):
+            self.let_go = True
+            self.until = time.monotonic() + WAIT
+            stop.let_go()
         elif time.monotonic() > self.until:
             self.overtaken = False
             stop.kill()
@@ -141,4 +173,5 @@ class Overtaken(Fault):
             return HeldCall(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)
         if held is not None:
             return HeldSave(time.monotonic() + SAVE_WAIT, held, stop.declared_saves)
-        return Parked(stop.commits_made(by=stop.held_since()), time.monotonic() + WAIT)
+        since = stop.held_since()
+        return Parked(stop.commits_made(by=since), time.monotonic() + WAIT, stop.held_effect(), since)

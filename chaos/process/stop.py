@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from chaos.errors import UsageError
 from chaos.fault import FAULTS
-from chaos.fault.base import Injection, Landing, Trap, TrapKind
+from chaos.fault.base import EffectLine, Injection, Landing, Trap, TrapKind
+from chaos.ledger import LedgerError
 from chaos.ledger import entries as read_ledger
 from chaos.process import ptrace
 from chaos.process.commits import Commits, reached
@@ -244,6 +245,24 @@ class Stopper:
             return None
         boundary = self.trigger.crash.boundary
         return str(boundary.where["kind"]), boundary.nth
+
+    def held_effect(self) -> tuple[str, int] | None:
+        gate = self.trigger.gate if self.trigger is not None else None
+        if gate is None or self.trigger is None or self.trigger.crash.boundary.what != "effect-done":
+            return None
+        name, _, occurrence = gate.rpartition("#")
+        return name.rpartition(".")[0], int(occurrence)
+
+    def effect_lines(self) -> list[EffectLine]:
+        try:
+            lines = read_ledger(self.world.box.ledger)
+        except LedgerError:
+            return []
+        return [
+            EffectLine(str(e["effect"]), str(e.get("callId", "")), str(e["phase"]), float(e.get("time") or 0))
+            for e in lines
+            if isinstance(e.get("time", 0), (int, float))
+        ]
 
     def saves_begun(self) -> list[tuple[str, int, str]]:
         return self.world.box.saves()

@@ -15,48 +15,15 @@ are no steps and a recovery asks the model again, which answers with calls under
 
 from __future__ import annotations
 
-import asyncio
-
 from dbos import DBOS
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.durable_exec.dbos import DBOSDurability
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.models.wrapper import WrapperModel
-from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai.settings import ModelSettings
 
 from chaos.ledger import effect
 
-from .loading import deadline, model_client, model_name
+from .pydantic_ai_model import scripted_model
 
 INSTRUCTIONS = "Deploy what you are asked to."
-
-
-class _Deadline(WrapperModel):
-    """A whole answer within the deadline, or TimeoutError: the client's own timeout is per read, and an
-    answer that trickles in never trips it."""
-
-    def __init__(self, wrapped: OpenAIChatModel, deadline: float) -> None:
-        super().__init__(wrapped)
-        self.deadline = deadline
-
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        asked = super().request(messages, model_settings, model_request_parameters)
-        return await asyncio.wait_for(asked, self.deadline)
-
-
-def _model() -> _Deadline:
-    """The model at chaos's scripted server; no retries of the client's own (a retry is the agent's
-    decision, and DBOS's), the target's deadline for the answer."""
-    provider = OpenAIProvider(openai_client=model_client())
-    return _Deadline(OpenAIChatModel(model_name(), provider=provider), deadline())
 
 
 @DBOS.step()
@@ -68,7 +35,11 @@ def deploy(ctx: RunContext[None], service: str) -> str:
 
 def _agent(name: str, *capabilities: DBOSDurability) -> Agent[None, str]:
     return Agent(
-        _model(), name=name, instructions=INSTRUCTIONS, tools=[deploy], capabilities=list(capabilities)
+        scripted_model(),
+        name=name,
+        instructions=INSTRUCTIONS,
+        tools=[deploy],
+        capabilities=list(capabilities),
     )
 
 

@@ -13,7 +13,13 @@ happened (a file the deploy leaves), to skip it; a new worker that replays the h
 sees the file, skips the deploy it recorded scheduling, and Temporal fails the replay as
 non-deterministic (the workflow fails on it, as its ``failure_exception_types`` asks, rather than retry a
 task that cannot succeed). It is run by a worker that caches workflows (``--cache``): without a cache
-every workflow task replays, and the mistake would show without a crash."""
+every workflow task replays, and the mistake would show without a crash.
+
+``LocalSteps`` is correct, and runs the calls of one answer at once (``asyncio.gather``), each call two
+local activities in a row: the deploy, then its entry in the change log (an effect of its own, under no
+call of the model's). Local activities run in the worker within the workflow task and are recorded as
+markers when the task completes, in the order they resolved: a new worker replays that order
+(temporalio/sdk-python#1578 is the report that it once did not)."""
 
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from chaos.ledger import effect
+
     from .loading import TOOLS, assistant_message, deadline, deploy, model_client, model_name
 
 SYSTEM = "Deploy what you are asked to."
@@ -78,13 +86,44 @@ async def run_tool_and_mark(call: dict[str, Any]) -> dict[str, Any]:
     return await _beating(asyncio.to_thread(_deploy_and_mark, call))
 
 
+@activity.defn
+async def deploy_locally(call: dict[str, Any]) -> dict[str, Any]:
+    """One call's deploy as a local activity (it runs within the workflow task: no heartbeat)."""
+    return await asyncio.to_thread(deploy, call)
+
+
+@activity.defn
+async def log_change(call: dict[str, Any]) -> str:
+    """What follows a deploy: its entry in the change log (a line in a shared log)."""
+    await asyncio.to_thread(effect, "changelog", call["id"])
+    return f"logged {call['id']}"
+
+
+async def _locally(call: dict[str, Any]) -> dict[str, Any]:
+    """One call as LocalSteps runs it: the deploy, then its change log entry, under ids of the call's."""
+    timeout = timedelta(seconds=deadline() + 30)
+    output: dict[str, Any] = await workflow.execute_local_activity(
+        deploy_locally, call, activity_id=call["id"], start_to_close_timeout=timeout, retry_policy=RETRIES
+    )
+    await workflow.execute_local_activity(
+        log_change,
+        call,
+        activity_id=f"log-{call['id']}",
+        start_to_close_timeout=timeout,
+        retry_policy=RETRIES,
+    )
+    return output
+
+
 def _already_deployed(call: dict[str, Any]) -> bool:
     """ReadsTheWorld's mistake: the world read in the workflow's own code."""
     with workflow.unsafe.sandbox_unrestricted():
         return os.path.exists(f"deployed-{call['id']}")
 
 
-async def _loop(prompt: str, in_workflow: bool = False, reads_the_world: bool = False) -> str:
+async def _loop(
+    prompt: str, in_workflow: bool = False, reads_the_world: bool = False, local: bool = False
+) -> str:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": prompt},
@@ -98,6 +137,9 @@ async def _loop(prompt: str, in_workflow: bool = False, reads_the_world: bool = 
         messages.append(message)
         if not message.get("tool_calls"):
             return str(message.get("content") or "")
+        if local:
+            messages += await asyncio.gather(*(_locally(call) for call in message["tool_calls"]))
+            continue
         for call in message["tool_calls"]:
             if reads_the_world and _already_deployed(call):
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": "already deployed"})
@@ -134,5 +176,13 @@ class ReadsTheWorld:
         return await _loop(prompt, reads_the_world=True)
 
 
+@workflow.defn(name="chaos-agent")
+class LocalSteps:
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return await _loop(prompt, local=True)
+
+
 ACTIVITIES: list[Callable[..., Any]] = [ask, run_tool]
 MARKING: list[Callable[..., Any]] = [ask, run_tool_and_mark]  # (ReadsTheWorld's: its deploys leave a file)
+LOCAL: list[Callable[..., Any]] = [ask, deploy_locally, log_change]  # (LocalSteps')

@@ -4,7 +4,9 @@
     python -m chaos.bundled.targets.frameworks.temporal_driver --db ADDRESS --workflow W --resume
 
 ``--app module:attr`` names the workflow class (``@workflow.defn``, its run method taking the prompt) and
-``--activities module:attr`` the list of its activities (the bundled ones: ``temporal_app.ACTIVITIES``). The process is a worker and the starter: the start
+``--activities module:attr`` the list of its activities (the bundled ones: ``temporal_app.ACTIVITIES``),
+``--plugins module:attr`` a list of the client's and worker's plugins (a framework's: Pydantic AI's
+``PydanticAIPlugin`` registers an agent's activities and its data converter). The process is a worker and the starter: the start
 starts the workflow under the id chaos gives and runs a worker until its result; a resume runs a worker
 again, which takes the workflow's next tasks as any worker does after a crash, until its result (a
 workflow the server never started: there is nothing to resume). The worker keeps no workflow cached
@@ -42,10 +44,11 @@ NO_RETRIES = RetryConfig(max_retries=1, initial_interval_millis=1, max_elapsed_t
 async def _run(args: argparse.Namespace) -> int:
     address, workflow_id = args.db, args.workflow
     agent, activities = load(args.app, "-"), load(args.activities, "-")
+    plugins = load(args.plugins, "-") if args.plugins else []
     again = os.environ.get("TEMPORAL_DRIVER_BUG") == "prompt-again-on-lost-connection"
-    client = await Client.connect(address)
+    client = await Client.connect(address, plugins=plugins)
     # the mistake's starter: a client that does not retry (the SDK's retries once, at once, and gives up)
-    starter = await Client.connect(address, retry_config=NO_RETRIES) if again else client
+    starter = await Client.connect(address, plugins=plugins, retry_config=NO_RETRIES) if again else client
     cache = {"sticky_queue_schedule_to_start_timeout": STICKY} if args.cache else {"max_cached_workflows": 0}
     async with Worker(client, task_queue=QUEUE, workflows=[agent], activities=activities, **cache):
         if args.resume:
@@ -90,6 +93,7 @@ def main(argv: list[str]) -> int:
         "--workflow",
     )
     options.add_argument("--activities", default="chaos.bundled.targets.frameworks.temporal_app:ACTIVITIES")
+    options.add_argument("--plugins", default="", help="module:attr, a list of the client's plugins")
     options.add_argument("--cache", action="store_true", help="keep workflows cached (Temporal's default)")
     return asyncio.run(_run(options.parse_args(argv)))
 
