@@ -1,5 +1,6 @@
 """Temporal (issue 52): the world's Temporal server, the relay that sees each call recording history, the
-history read as a store, and the bundled workflow agent and its broken variant.
+history read as a store (Pydantic AI's reading of it too), and the bundled workflow agents (plain, and
+Pydantic AI's ``TemporalDurability``) and their broken variants.
 
 The relay's reading of HTTP/2 and the history's reading are pure and tested on bytes; everything else runs
 the real dev server (the Temporal CLI, from the temporal extra) and the real SDK. Without them these tests
