@@ -5,6 +5,7 @@ is caught. Skipped with a reason where ``node`` is absent (.ci/run installs it).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,12 +37,15 @@ def _sweep(paths: list[str], results: Path, *extra: str) -> subprocess.Completed
 
 @needs_ptrace
 def test_a_full_sweep_passes_with_exact_kills(tmp_path: Path) -> None:
-    """Run as a user runs it, in a process of its own (nothing of the test process shares its GIL)."""
-    done = _sweep([str(REPO / "scenarios")], tmp_path)
+    """Run as a user runs it, in a process of its own (nothing of the test process shares its GIL). CI runs
+    one of two deterministic shares of the kill sweep of every shipped scenario (``--shard``: every case
+    falls in one share; ``CHAOS_NODE_SHARD=2/2`` runs the other)."""
+    share = os.environ.get("CHAOS_NODE_SHARD", "1/2")
+    done = _sweep([str(REPO / "scenarios")], tmp_path, "--shard", share)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert summary["findings"] == 0 and summary["cases"] > 300
-    assert summary["exact"] == summary["reached"] == summary["crashes"] > 250
+    assert summary["findings"] == 0 and summary["cases"] > 150
+    assert summary["exact"] == summary["reached"] == summary["crashes"] > 125
 
 
 SWITCHES = [
