@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -20,13 +19,11 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import Agent, RunContext, Tool
     from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, TemporalDurability
-    from temporalio.workflow import ActivityConfig
 
     from chaos.ledger import effect
 
-    from .loading import deadline
     from .pydantic_ai_model import scripted_model
-    from .temporal_app import HEARTBEAT, RETRIES
+    from .temporal_app import activity_config
 
 INSTRUCTIONS = "Deploy what you are asked to."
 
@@ -42,12 +39,7 @@ async def deploy(ctx: RunContext[None], service: str) -> str:
 
 
 def _agent(name: str, tool: Tool[None]) -> Agent[None, str]:
-    config = ActivityConfig(
-        start_to_close_timeout=timedelta(seconds=deadline() + 30),
-        heartbeat_timeout=timedelta(seconds=HEARTBEAT),
-        retry_policy=RETRIES,
-    )
-    durability = TemporalDurability(activity_config=config)
+    durability = TemporalDurability(activity_config=activity_config())
     return Agent(
         scripted_model(), name=name, instructions=INSTRUCTIONS, tools=[tool], capabilities=[durability]
     )

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
     from chaos.ledger import effect
@@ -42,6 +43,16 @@ SYSTEM = "Deploy what you are asked to."
 HEARTBEAT = 2.0  # seconds without a heartbeat before the server gives an activity to another worker
 RETRIES = RetryPolicy(initial_interval=timedelta(seconds=0.2), maximum_attempts=3)
 T = TypeVar("T")
+
+
+def activity_config() -> ActivityConfig:
+    """How the bundled workflows run an activity: the model's deadline and some slack to finish in, a
+    heartbeat every ``HEARTBEAT`` seconds, three attempts."""
+    return ActivityConfig(
+        start_to_close_timeout=timedelta(seconds=deadline() + 30),
+        heartbeat_timeout=timedelta(seconds=HEARTBEAT),
+        retry_policy=RETRIES,
+    )
 
 
 async def _beating(work: Awaitable[T]) -> T:
@@ -101,7 +112,7 @@ async def log_change(call: dict[str, Any]) -> str:
 
 async def _locally(call: dict[str, Any]) -> dict[str, Any]:
     """One call as LocalSteps runs it: the deploy, then its change log entry, under ids of the call's."""
-    timeout = timedelta(seconds=deadline() + 30)
+    timeout = activity_config()["start_to_close_timeout"]  # (a local activity has no heartbeat)
     output: dict[str, Any] = await workflow.execute_local_activity(
         deploy_locally, call, activity_id=call["id"], start_to_close_timeout=timeout, retry_policy=RETRIES
     )
@@ -128,12 +139,9 @@ async def _loop(
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": prompt},
     ]
-    timeout = timedelta(seconds=deadline() + 30)
+    config = activity_config()
     while True:
-        message = await workflow.execute_activity(
-            ask, messages, start_to_close_timeout=timeout, heartbeat_timeout=timedelta(seconds=HEARTBEAT),
-            retry_policy=RETRIES,
-        )  # fmt: skip
+        message = await workflow.execute_activity(ask, messages, **config)
         messages.append(message)
         if not message.get("tool_calls"):
             return str(message.get("content") or "")
@@ -148,10 +156,7 @@ async def _loop(
                 with workflow.unsafe.sandbox_unrestricted():
                     messages.append(deploy(call))
                 continue
-            output = await workflow.execute_activity(
-                run_tool, call, activity_id=call["id"], start_to_close_timeout=timeout,
-                heartbeat_timeout=timedelta(seconds=HEARTBEAT), retry_policy=RETRIES,
-            )  # fmt: skip
+            output = await workflow.execute_activity(run_tool, call, **(config | {"activity_id": call["id"]}))
             messages.append(output)
 
 
