@@ -312,8 +312,8 @@ def test_pydantic_ai_on_temporal_is_usable_and_a_tool_out_of_its_activity_is_one
 def test_calls_run_as_local_activities_are_reordered_within_their_workflow_task(tmp_path: Path) -> None:
     """``LocalSteps`` runs the calls of one answer at once as local activities: nothing commits while the
     first deploy is parked at its end, so ``overtaken`` lets it go once the second call has gone on to its
-    change log entry, and kills at the commit that records all four markers, in that order (the second
-    call's first). The store reads each marker as a completed activity; a new worker replays the order the
+    change log entry, and kills at the commit that records all four markers, the other call's deploy
+    first. The store reads each marker as a completed activity; a new worker replays the order the
     task recorded, and the recovery is clean (temporalio/sdk-python#1578 does not show on 1.35.0)."""
     module = "chaos.bundled.targets.frameworks.temporal_app"
     named = f'"--app", "{module}:LocalSteps", "--activities", "{module}:LOCAL", "--cache", "--workflow"'
@@ -330,8 +330,14 @@ def test_calls_run_as_local_activities_are_reordered_within_their_workflow_task(
         if "markerRecordedEventAttributes" in e
         for p in e["markerRecordedEventAttributes"]["result"]["payloads"]
     ]
-    assert [name for name, _ in markers] == ["deploy_locally", "log_change", "deploy_locally", "log_change"]
-    assert markers[0][1]["content"] == "deployed api" and markers[2][1]["content"] == "deployed web", markers
+    # all four in the task, the held deploy (the first to start: the threads decide which) recorded after
+    # the other's; whether the other's change log entry ends before the let-go deploy returns is the
+    # machine's timing, not the fault's
+    ledger = json.loads((tmp_path / "r" / "ledger.json").read_text())
+    held = next(e["callId"] for e in ledger if e["effect"] == "deploy" and e["phase"] == "start")
+    assert sorted(name for name, _ in markers) == ["deploy_locally"] * 2 + ["log_change"] * 2, markers
+    deploys = [result["tool_call_id"] for name, result in markers if name == "deploy_locally"]
+    assert markers[0][0] == "deploy_locally" and len(set(deploys)) == 2 and deploys[-1] == held, markers
 
 
 @needs_temporal
